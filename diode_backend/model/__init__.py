@@ -1,0 +1,1 @@
+"""Learned timing models: the network, checkpoints, the scorer built from them, training."""

@@ -1,0 +1,70 @@
+"""The scorer contract: anything that predicts GEMM kernel runtimes for DIODE to rank.
+
+Built-in, shipped and plugin models all implement :class:`GemmScorer` and are offered to DIODE as
+:class:`ScorerEntry` records through the ``diode_register_scorers`` hook.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .problem import GemmProblem, HardwareInfo, KernelConfig
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A scorer's answer for one problem and its candidates.
+
+    ``times_us[i]`` is the predicted runtime of ``configs[i]`` in microseconds, ``nan`` where the
+    scorer cannot score that candidate. ``confidence`` is the probability that the candidate
+    with the lowest predicted time is within 5% of the truly fastest of these candidates, or
+    ``None`` where the scorer has no calibrated estimate (treated as not confident).
+    """
+
+    times_us: tuple[float, ...]
+    confidence: float | None = None
+
+    def order(self) -> list[int]:
+        """Indices of scored candidates, fastest first (ties keep the input order)."""
+        scored = [i for i, t in enumerate(self.times_us) if not math.isnan(t)]
+        return sorted(scored, key=lambda i: self.times_us[i])
+
+
+@runtime_checkable
+class GemmScorer(Protocol):
+    """Predicts runtimes of candidate kernels.
+
+    ``identity`` must change whenever predictions could change (weights, code version); it is
+    part of Inductor's compile cache key and of the prediction cache key.
+    """
+
+    name: str
+    identity: str
+
+    def predict(
+        self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
+    ) -> Prediction: ...
+
+
+@dataclass(frozen=True)
+class ScorerEntry:
+    """A scorer offered to DIODE, loaded only when chosen.
+
+    :param name: unique name users pass as ``diode_model``.
+    :param load: builds the scorer (may read files); called at most once per process.
+    :param applies_to: whether the scorer is meant for this hardware (automatic selection).
+    :param priority: among scorers that apply, the highest priority is picked automatically.
+    :param description: one line for ``diode models`` and ``diode_backend.status()``.
+    :param identity: the scorer's identity known without loading it (e.g. a manifest's
+        checksum); empty means "load the scorer and ask it".
+    """
+
+    name: str
+    load: Callable[[], GemmScorer]
+    applies_to: Callable[[HardwareInfo], bool]
+    priority: int = 0
+    description: str = ""
+    identity: str = ""
