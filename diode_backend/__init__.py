@@ -1,0 +1,40 @@
+"""diode-backend: learned GEMM kernel selection for ``torch.compile(mode="max-autotune")``.
+
+After ``pip install diode-backend`` nothing needs importing: set
+``torch._inductor.config.max_autotune_gemm_backends = "DIODE"`` (see docs/options.md).
+This package's root stays cheap to import; its public names load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .hookspecs import PROJECT_NAME as PROJECT_NAME  # noqa: F401
+
+__all__ = ["__version__", "hookimpl", "stats", "reset_stats", "status", "with_diode", "DiodeOptionError"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "hookimpl":
+        import pluggy
+
+        from .hookspecs import PROJECT_NAME
+
+        value = pluggy.HookimplMarker(PROJECT_NAME)
+    elif name in ("stats", "reset_stats"):
+        from . import counters
+
+        value = getattr(counters, name)
+    elif name == "status":
+        from .report import status as value
+    elif name == "with_diode":
+        from .inductor.factory import with_diode as value
+    elif name == "DiodeOptionError":
+        from .options import DiodeOptionError as value
+    else:
+        raise AttributeError(f"module 'diode_backend' has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -1,0 +1,58 @@
+"""DIODE's own behaviour, registered as a plugin after the third-party ones.
+
+Every implementation here is ``trylast``: a vendor plugin that answers the same hook wins.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+
+import torch
+
+from . import hookimpl
+from .analytical import AnalyticalScorer
+from .features import FeatureExtractor, GemmFeatures
+from .problem import HardwareInfo
+from .scorer import ScorerEntry
+
+
+@hookimpl(trylast=True)
+def diode_detect_hardware(device: str) -> HardwareInfo | None:
+    dev = torch.device(device)
+    if dev.type == "cpu":
+        return HardwareInfo(name=platform.processor() or platform.machine(), vendor="cpu", device_type="cpu")
+    if dev.type != "cuda" or not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(dev)
+    vendor = "amd" if torch.version.hip else "nvidia"
+    return HardwareInfo(
+        name=props.name,
+        vendor=vendor,
+        device_type="cuda",
+        sm_count=props.multi_processor_count,
+        compute_capability=(props.major, props.minor),
+        memory_bytes=props.total_memory,
+        l2_bytes=getattr(props, "L2_cache_size", 0),
+        shared_memory_per_block=getattr(props, "shared_memory_per_block_optin", 0),
+        clock_mhz=getattr(props, "clock_rate", 0) // 1000,
+    )
+
+
+@hookimpl(trylast=True)
+def diode_register_feature_extractors(register: Callable[[FeatureExtractor], None]) -> None:
+    register(GemmFeatures())
+
+
+@hookimpl(trylast=True)
+def diode_register_scorers(register: Callable[[ScorerEntry], None]) -> None:
+    register(
+        ScorerEntry(
+            name="analytical",
+            load=AnalyticalScorer,
+            applies_to=lambda hw: hw.vendor == "nvidia",
+            priority=-100,  # the fallback every learned model should outrank
+            description="roofline + wave quantization + tile efficiency; no training data",
+            identity=AnalyticalScorer.identity,
+        )
+    )

@@ -1,0 +1,40 @@
+"""The ``diode`` command. Each subcommand is a module here with ``register(subparsers)``; the
+parser it adds sets ``run=`` to a function ``(args) -> int``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: Subcommand modules, in help order.
+COMMANDS = ("status",)
+
+
+class CommandError(Exception):
+    """A user-facing failure: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="diode",
+        description="diode-backend: learned GEMM kernel selection for torch.compile max-autotune.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..options import DiodeOptionError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except (CommandError, DiodeOptionError, OSError, ValueError) as err:
+        print(f"diode {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"diode {args.command}: interrupted", file=sys.stderr)
+        return 130

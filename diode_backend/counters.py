@@ -1,0 +1,113 @@
+"""Process-wide counters that answer "what did DIODE do?" (``diode_backend.stats()``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+log = logging.getLogger("diode_backend")
+
+#: Why a GEMM was left to Inductor's own choice (or to the best guess), for the stats.
+FALLBACK_REASONS = (
+    "no_hardware",  # no plugin could describe the device
+    "no_model",  # no scorer applies to this hardware
+    "unsupported_op",  # not mm/addmm/bmm/baddbmm
+    "unsupported_dtype",  # not fp16/bf16/fp32
+    "no_scored_candidates",  # the scorer could score none of the candidates
+    "low_confidence",  # fast_autotune asked for one pick but confidence was under the threshold
+    "internal_error",  # DIODE raised; Inductor's own behaviour was used
+)
+
+_lock = threading.Lock()
+_counts: Counter[str] = Counter()
+_fallbacks: Counter[str] = Counter()
+_picks_by_kind: Counter[str] = Counter()
+_picks_by_model: Counter[str] = Counter()
+_errors: Counter[str] = Counter()
+_confidence = [0.0, 0]  # sum, count of decisions that had a confidence
+_logged: set[tuple[str, str]] = set()
+
+
+def record_decision(
+    *, model: str, kind: str, candidates: int, kept: int, confidence: float | None
+) -> None:
+    """One GEMM ranked: ``kept`` of ``candidates`` go on to Inductor (1 means no benchmarking)."""
+    with _lock:
+        _counts["decisions"] += 1
+        _counts["candidates_seen"] += candidates
+        _counts["candidates_kept"] += kept
+        _counts["single_pick" if kept == 1 else "benchmarked_top_k"] += 1
+        _picks_by_kind[kind] += 1
+        _picks_by_model[model] += 1
+        if confidence is not None:
+            _confidence[0] += confidence
+            _confidence[1] += 1
+
+
+def record_fallback(reason: str) -> None:
+    with _lock:
+        _fallbacks[reason] += 1
+
+
+def record_counter(name: str, amount: int = 1) -> None:
+    """Bump a free-form counter (cache hits, misses, ...)."""
+    with _lock:
+        _counts[name] += amount
+
+
+def record_error(where: str, error: BaseException) -> None:
+    """Count an internal error and log it once per (place, error type), with its traceback."""
+    key = (where, type(error).__name__)
+    with _lock:
+        _errors[f"{where}:{type(error).__name__}"] += 1
+        _fallbacks["internal_error"] += 1
+        first = key not in _logged
+        _logged.add(key)
+    if first:
+        log.warning(
+            "DIODE fell back to Inductor's own choice after an internal error in %s "
+            "(logged once; counted in diode_backend.stats())",
+            where,
+            exc_info=error,
+        )
+
+
+def warn_once(key: str, message: str, *args: Any) -> None:
+    """Log a warning the first time ``key`` is seen in this process."""
+    with _lock:
+        first = ("warn", key) not in _logged
+        _logged.add(("warn", key))
+    if first:
+        log.warning(message, *args)
+
+
+def stats() -> dict[str, Any]:
+    """A snapshot: decisions, kept/seen candidates, picks by kind and model, fallbacks by
+    reason, internal errors, mean confidence (``None`` before any confident scorer ran)."""
+    with _lock:
+        total, n = _confidence
+        return {
+            "decisions": _counts["decisions"],
+            "single_pick": _counts["single_pick"],
+            "benchmarked_top_k": _counts["benchmarked_top_k"],
+            "candidates_seen": _counts["candidates_seen"],
+            "candidates_kept": _counts["candidates_kept"],
+            "picks_by_kind": dict(_picks_by_kind),
+            "picks_by_model": dict(_picks_by_model),
+            "fallbacks": dict(_fallbacks),
+            "errors": dict(_errors),
+            "mean_confidence": total / n if n else None,
+            "counters": {k: v for k, v in _counts.items() if k not in _DECISION_KEYS},
+        }
+
+
+_DECISION_KEYS = {"decisions", "single_pick", "benchmarked_top_k", "candidates_seen", "candidates_kept"}
+
+
+def reset_stats() -> None:
+    with _lock:
+        for counter in (_counts, _fallbacks, _picks_by_kind, _picks_by_model, _errors):
+            counter.clear()
+        _confidence[:] = [0.0, 0]

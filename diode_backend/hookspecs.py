@@ -1,0 +1,83 @@
+"""The hook specifications that hardware plugins implement.
+
+A plugin is a module (or object) with functions decorated by :data:`diode_backend.hookimpl`,
+exposed through the ``diode`` entry-point group. Built-in behaviour is registered the same way,
+after the entry points, with ``trylast=True`` so that any installed plugin wins.
+See ``docs/plugins.md`` for a walk-through built on ``plugins/diode-example``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .features import FeatureExtractor
+    from .problem import GemmProblem, HardwareInfo, KernelConfig
+    from .scorer import ScorerEntry
+
+PROJECT_NAME = "diode"
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+
+# -- hardware ---------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def diode_detect_hardware(device: str) -> HardwareInfo | None:
+    """Describe the device that a GEMM will run on.
+
+    Called once per device per process, when DIODE first ranks a GEMM on it.
+    Stops at the first non-None result.
+
+    :param device: a ``torch.device`` string, e.g. ``"cuda:0"`` or ``"cpu"``.
+    :return: the hardware description, or ``None`` if this plugin does not know the device.
+    """
+
+
+# -- features ---------------------------------------------------------------------------------
+
+
+@hookspec
+def diode_register_feature_extractors(register: Callable[[FeatureExtractor], None]) -> None:
+    """Contribute feature extractors, each under its own schema name.
+
+    Called once, when DIODE first needs a feature extractor. A learned model records the schema
+    name and version it was trained with and is given the extractor registered under that name.
+
+    :param register: call it with each :class:`~diode_backend.features.FeatureExtractor`.
+    """
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def diode_candidate_configs(
+    problem: GemmProblem, hardware: HardwareInfo
+) -> list[KernelConfig] | None:
+    """The candidate kernel configs to time for ``problem`` when collecting training data.
+
+    Inside ``torch.compile`` the candidates are Inductor's own; this hook decides the space that
+    ``diode collect`` sweeps. Stops at the first non-None result.
+
+    :param problem: the GEMM to be timed.
+    :param hardware: the device it will be timed on.
+    :return: the configs to time, or ``None`` to leave the choice to the next plugin.
+    """
+
+
+# -- models -----------------------------------------------------------------------------------
+
+
+@hookspec
+def diode_register_scorers(register: Callable[[ScorerEntry], None]) -> None:
+    """Contribute scorers (analytical or learned models) that rank candidates.
+
+    Called once, when DIODE first needs a scorer. Entries are loaded lazily: only the one that is
+    picked (automatically by hardware and priority, or by name through ``diode_model``) is built.
+
+    :param register: call it with each :class:`~diode_backend.scorer.ScorerEntry`.
+    """

@@ -1,0 +1,174 @@
+"""The DIODE options: names, defaults, environment variables and validation.
+
+They live in ``torch._inductor.config`` next to Inductor's own (``diode_backend.inductor``
+injects them), so they work with attribute assignment, ``config.patch``,
+``torch.compile(options=...)`` and ``TORCHINDUCTOR_<NAME>`` environment variables, and they are
+part of Inductor's compile cache key. This module itself does not touch Inductor.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+BACKEND_NAME = "DIODE"
+#: What ``DIODE`` alone in ``max_autotune_gemm_backends`` generates candidates from.
+DEFAULT_CANDIDATE_BACKENDS = ("ATEN", "TRITON")
+SEARCH_SPACES = ("EXHAUSTIVE", "DEFAULT")
+
+
+class DiodeOptionError(ValueError):
+    """A diode option was given a value of the wrong type or out of range."""
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    default: Any
+    value_type: Any  # what torch.compile(options=...) type-checks against
+    doc: str
+    check: Callable[[str, Any], Any]
+
+    @property
+    def env_var(self) -> str:
+        return f"TORCHINDUCTOR_{self.name.upper()}"
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    raise DiodeOptionError(f"{name}={value!r}: expected True or False (environment: 1 or 0)")
+
+
+def _probability(name: str, value: Any) -> float:
+    number = None
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    if number is None or not 0.0 <= number <= 1.0:
+        raise DiodeOptionError(f"{name}={value!r}: expected a number from 0.0 to 1.0 (a probability)")
+    return number
+
+
+def _positive_int(name: str, value: Any) -> int:
+    number = 0
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        try:
+            number = int(value)
+        except ValueError:
+            pass
+    if number < 1:
+        raise DiodeOptionError(f"{name}={value!r}: expected a whole number >= 1")
+    return number
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise DiodeOptionError(f"{name}={value!r}: expected a string ('' picks automatically)")
+    return value
+
+
+def _search_space(name: str, value: Any) -> str:
+    if not isinstance(value, str) or value.upper() not in SEARCH_SPACES:
+        raise DiodeOptionError(f"{name}={value!r}: expected one of {', '.join(SEARCH_SPACES)}")
+    return value.upper()
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "fast_autotune", False, bool,
+        "Trust the model: when its top pick is confident enough, compile that one kernel and "
+        "benchmark nothing. False: benchmark the predicted top diode_top_k.",
+        _bool,
+    ),
+    OptionSpec(
+        "diode_confidence_threshold", 0.9, float | int,
+        "Probability (0..1) that the top pick is within 5% of the fastest candidate, at or above "
+        "which fast_autotune keeps the single pick.",
+        _probability,
+    ),
+    OptionSpec(
+        "diode_fallback_to_autotune", True, bool,
+        "When there is no model, the op is unsupported or confidence is low: True autotunes as "
+        "Inductor would (the predicted top-k when a model exists); False uses the best guess.",
+        _bool,
+    ),
+    OptionSpec(
+        "diode_cache_predictions", True, bool,
+        "Keep decisions in the on-disk prediction cache so a repeated GEMM in a new process "
+        "costs a file read, not an inference.",
+        _bool,
+    ),
+    OptionSpec(
+        "diode_top_k", 5, int,
+        "How many predicted-best candidates Inductor benchmarks when DIODE is not confident.",
+        _positive_int,
+    ),
+    OptionSpec(
+        "diode_model", "", str,
+        "Which scorer ranks candidates: '' picks by hardware, else a registered model name "
+        "(see `diode models`) or a path to a model file.",
+        _text,
+    ),
+    OptionSpec(
+        "diode_search_space", "EXHAUSTIVE", str,
+        "Triton config space DIODE ranks when DIODE alone is the backend: EXHAUSTIVE (all of "
+        "Inductor's configs) or DEFAULT (Inductor's short list).",
+        _search_space,
+    ),
+    OptionSpec(
+        "diode_strict", False, bool,
+        "Raise internal DIODE errors instead of falling back to Inductor's own behaviour "
+        "(for debugging and tests).",
+        _bool,
+    ),
+)  # fmt: skip
+OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}
+
+
+def validate(name: str, value: Any) -> Any:
+    """The checked, normalised value of option ``name``; raises :class:`DiodeOptionError`."""
+    return OPTIONS_BY_NAME[name].check(name, value)
+
+
+def env_default(spec: OptionSpec) -> tuple[Any, str | None]:
+    """The option's default after its environment variable, and an error text if that is invalid."""
+    raw = os.environ.get(spec.env_var)
+    if raw is None:
+        return spec.default, None
+    try:
+        return spec.check(spec.env_var, raw), None
+    except DiodeOptionError as err:
+        return spec.default, str(err)
+
+
+def parse_backends(value: str) -> tuple[bool, tuple[str, ...]]:
+    """Split ``max_autotune_gemm_backends``: (is DIODE in it, the other backends upper-cased)."""
+    names = [part.strip().upper() for part in value.split(",") if part.strip()]
+    others = tuple(name for name in names if name != BACKEND_NAME)
+    return BACKEND_NAME in names, others
+
+
+@dataclass(frozen=True)
+class DiodeOptions:
+    """The options in effect for one decision, validated."""
+
+    fast_autotune: bool = False
+    diode_confidence_threshold: float = 0.9
+    diode_fallback_to_autotune: bool = True
+    diode_cache_predictions: bool = True
+    diode_top_k: int = 5
+    diode_model: str = ""
+    diode_search_space: str = "EXHAUSTIVE"
+    diode_strict: bool = False
+
+    @classmethod
+    def from_values(cls, read: Callable[[str], Any]) -> DiodeOptions:
+        """Build from a getter such as ``lambda name: getattr(inductor_config, name)``."""
+        return cls(**{spec.name: spec.check(spec.name, read(spec.name)) for spec in OPTIONS})

@@ -1,0 +1,101 @@
+"""The plugin manager: third-party plugins from the ``diode`` entry-point group, then the
+built-in ones (registered after, marked ``trylast``), loaded lazily and once.
+
+Environment:
+    ``DIODE_DISABLE_PLUGINS=1``  load no third-party plugins (built-ins only).
+    ``DIODE_TRACE_HOOKS=1``      log every hook call and result at DEBUG level.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import pluggy
+
+from . import hookspecs
+
+log = logging.getLogger("diode_backend.plugins")
+
+ENTRY_POINT_GROUP = "diode"
+#: Modules whose hook implementations make up DIODE's own behaviour.
+BUILTIN_PLUGINS = ("diode_backend.builtin",)
+
+_lock = threading.Lock()
+_manager: pluggy.PluginManager | None = None
+_distributions: dict[str, str] = {}  # plugin name -> "project version"
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager, created and loaded on first use."""
+    global _manager
+    if _manager is None:
+        with _lock:
+            if _manager is None:
+                _manager = _create_manager()
+    return _manager
+
+
+def _create_manager() -> pluggy.PluginManager:
+    import importlib
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    if os.environ.get("DIODE_DISABLE_PLUGINS", "") not in ("", "0"):
+        log.info("DIODE_DISABLE_PLUGINS is set: loading built-in plugins only")
+    else:
+        for dist_name, error in _load_entry_points(pm):
+            log.warning("diode plugin %s failed to load and is skipped: %s", dist_name, error)
+    for module_name in BUILTIN_PLUGINS:
+        pm.register(importlib.import_module(module_name), name=module_name)
+    if os.environ.get("DIODE_TRACE_HOOKS", "") not in ("", "0"):
+        pm.trace.root.setwriter(lambda message: log.debug("%s", message.rstrip()))
+        pm.enable_tracing()
+    return pm
+
+
+def _load_entry_points(pm: pluggy.PluginManager) -> list[tuple[str, str]]:
+    """Register every ``diode`` entry point; a broken plugin is reported, never fatal."""
+    from importlib.metadata import entry_points
+
+    failures = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            pm.register(ep.load(), name=ep.name)
+            if ep.dist is not None:
+                _distributions[ep.name] = f"{ep.dist.name} {ep.dist.version}"
+        except Exception as err:  # a broken third-party plugin must not break torch.compile
+            failures.append((ep.name, f"{type(err).__name__}: {err}"))
+    return failures
+
+
+def hook() -> pluggy.HookRelay:
+    """The hook relay, e.g. ``hook().diode_detect_hardware(device="cuda:0")``."""
+    return get_plugin_manager().hook
+
+
+def collect(hook_name: str) -> list:
+    """Call a "contribute many" hook with a ``register`` callback and return what was registered."""
+    items: list = []
+    getattr(hook(), hook_name)(register=items.append)
+    return items
+
+
+def plugin_report() -> list[dict]:
+    """One record per registered plugin: name, distribution (if any), implemented hooks."""
+    pm = get_plugin_manager()
+    return [
+        {
+            "name": name,
+            "distribution": _distributions.get(name, "built-in" if name in BUILTIN_PLUGINS else "-"),
+            "hooks": sorted(h.name for h in pm.get_hookcallers(plugin) or []),
+        }
+        for name, plugin in pm.list_name_plugin()
+    ]
+
+
+def plugin_signature() -> tuple[str, ...]:
+    """Names of the registered plugins: memoized hook results are keyed on this."""
+    return tuple(name for name, _ in get_plugin_manager().list_name_plugin())
