@@ -1,0 +1,103 @@
+"""``DiodeChoices``: Inductor's ``InductorChoices`` with DIODE ranking in its GEMM seam.
+
+Built by :class:`~diode_backend.inductor.factory.ChoicesFactory`, the default of
+``config.inductor_choices_class``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from torch._inductor import config
+from torch._inductor.choices import InductorChoices
+
+from .. import __version__, counters, registry
+from ..options import DiodeOptionError
+from .decide import GemmContext, diode_requested, rank_template_choices, resolve_context
+
+_context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
+
+
+class DiodeChoicesMixin:
+    """The DIODE behaviour, to be mixed in front of any ``InductorChoices`` subclass."""
+
+    def uuid(self) -> str:
+        """Part of Inductor's compile cache key: DIODE's version, the scorer that would rank on
+        the current device, and the composed class's own uuid."""
+        parent = getattr(super(), "uuid", None)
+        own = f"diode-{__version__}:{model_identity()}"
+        return f"{own}|{parent()}" if callable(parent) else own
+
+    def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+        context = _guarded(lambda: resolve_context(kernel_inputs, op_name)) if diode_requested() else None
+        token = _context.set(context)
+        try:
+            with _search_space(context):
+                return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+        finally:
+            _context.reset(token)
+
+    def _finalize_template_configs(
+        self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None
+    ):
+        ktcs = super()._finalize_template_configs(
+            template_choices, kernel_inputs, templates, op_name, kwarg_overrides
+        )
+        context = _context.get()
+        if context is None:
+            return ktcs
+        return _guarded(lambda: rank_template_choices(ktcs, context), fallback=ktcs)
+
+
+class DiodeChoices(DiodeChoicesMixin, InductorChoices):
+    """Inductor's default heuristics plus DIODE's GEMM ranking."""
+
+
+def model_identity() -> str:
+    """Identity of what DIODE would rank with now ('inactive' when DIODE is not requested)."""
+    if not diode_requested():
+        return "inactive"
+    try:
+        import torch
+
+        from .options import current_options
+
+        options = current_options()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        hardware = registry.detect_hardware(device)
+        entry = registry.pick_entry(hardware, options.diode_model) if hardware else None
+        if entry is None:
+            return "none"
+        return f"{entry.name}:{entry.identity or registry.load_scorer(entry).identity}"
+    except DiodeOptionError:
+        raise
+    except Exception as err:  # never let the cache key computation fail a compile
+        counters.record_error("model_identity", err)
+        return "unknown"
+
+
+def _guarded(fn: Callable[[], Any], fallback: Any = None) -> Any:
+    """Run DIODE code; an internal error is counted, logged once and turned into ``fallback``
+    (re-raised under ``diode_strict`` or when it is a user's option error)."""
+    try:
+        return fn()
+    except DiodeOptionError:
+        raise
+    except Exception as err:
+        if config.diode_strict:
+            raise
+        counters.record_error("ranking", err)
+        return fallback
+
+
+@contextlib.contextmanager
+def _search_space(context: GemmContext | None):
+    """With DIODE alone and a scorer to rank with, generate the whole Triton config space."""
+    if context is None or context.scorer is None or not context.diode_alone:
+        yield
+        return
+    with config.patch(max_autotune_gemm_search_space=context.options.diode_search_space):
+        yield

@@ -1,0 +1,174 @@
+"""DIODE's two decision points inside a GEMM lowering.
+
+1. :func:`rank_template_choices` runs in ``InductorChoices._finalize_template_configs``, once per
+   group of template choices, before any kernel source is generated: it scores every
+   candidate, keeps the group's best (top-1 when confident, else top-k) and marks each kept
+   choice with a :class:`CandidateMark`.
+2. :func:`select_final_choices` runs as Inductor's autotuner receives the op's full choice list
+   (several groups for addmm): it ranks the marked choices together and keeps one (nothing is
+   benchmarked) or the top-k. Choices DIODE never saw (CPP, CUTLASS, ...) pass through.
+
+Each op is counted once in the stats, at step 2.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .. import counters, registry
+from ..options import DiodeOptions, parse_backends
+from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
+from ..scorer import GemmScorer, ScorerEntry
+from ..select import Ranking, combined_confidence, rank_candidates, select_candidates
+from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
+from .options import current_options
+
+MARK = "diode"  # key in ChoiceCaller.annotations (shared with the KernelTemplateChoice)
+_group_ids = itertools.count()
+
+
+@dataclass(frozen=True)
+class GemmContext:
+    """Everything resolved for one GEMM lowering; ``fallback`` is set when DIODE cannot rank."""
+
+    options: DiodeOptions
+    op: str
+    problem: GemmProblem | None = None
+    hardware: HardwareInfo | None = None
+    entry: ScorerEntry | None = None
+    scorer: GemmScorer | None = None
+    fallback: str | None = None
+    diode_alone: bool = False
+
+
+@dataclass(frozen=True)
+class CandidateMark:
+    """What step 1 learned about a kept choice."""
+
+    context: GemmContext
+    config: KernelConfig
+    time_us: float
+    group: int
+    group_size: int
+    group_confidence: float | None
+
+
+@dataclass(frozen=True)
+class FallbackMark:
+    """Step 1 could not rank this op (``reason`` in counters.FALLBACK_REASONS)."""
+
+    reason: str
+
+
+def diode_requested() -> bool:
+    """Whether this lowering runs under max-autotune with DIODE among the GEMM backends."""
+    from torch._inductor import config
+
+    if not (config.max_autotune or config.max_autotune_gemm):
+        return False
+    return parse_backends(config.max_autotune_gemm_backends)[0]
+
+
+def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
+    """Options, problem, hardware and scorer for one lowering. A bad option raises
+    :class:`~diode_backend.options.DiodeOptionError`; everything else becomes a fallback."""
+    from torch._inductor import config
+
+    options = current_options()
+    _, others = parse_backends(config.max_autotune_gemm_backends)
+    context = GemmContext(options=options, op=op_name, diode_alone=not others)
+    if op_name not in SUPPORTED_OPS:
+        return replace(context, fallback="unsupported_op")
+    try:
+        problem = problem_from_inputs(kernel_inputs, op_name)
+    except UnsupportedProblem as err:
+        return replace(context, fallback=err.reason)
+    hardware = registry.detect_hardware(str(kernel_inputs.device()))
+    if hardware is None:
+        return replace(context, problem=problem, fallback="no_hardware")
+    entry = registry.pick_entry(hardware, options.diode_model)
+    if entry is None:
+        return replace(context, problem=problem, hardware=hardware, fallback="no_model")
+    scorer = registry.load_scorer(entry)
+    return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer)
+
+
+def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
+    """Step 1: score one group of KernelTemplateChoices and return the ones to keep."""
+    if not ktcs:
+        return ktcs
+    if context.fallback is not None:
+        for ktc in ktcs:
+            ktc.annotations[MARK] = FallbackMark(context.fallback)
+        if context.options.diode_fallback_to_autotune:
+            return ktcs
+        # No model to guess with: the best guess is what Inductor picks without autotuning.
+        aten = [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")]
+        return aten[:1] or ktcs
+    configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
+    ranking = rank_candidates(context.scorer, context.problem, configs, context.hardware)
+    selection = select_candidates(ranking, context.options)
+    group = next(_group_ids)
+    kept = []
+    for index in selection.keep:
+        ktcs[index].annotations[MARK] = CandidateMark(
+            context, configs[index], ranking.times_us[index], group, len(ktcs), ranking.confidence
+        )
+        kept.append(ktcs[index])
+    return kept
+
+
+def select_final_choices(choices: Sequence[Any]) -> list[Any]:
+    """Step 2: the op's whole choice list -> the choices Inductor benchmarks (one: none)."""
+    marks = [_mark_of(choice) for choice in choices]
+    fallback = next((m for m in marks if isinstance(m, FallbackMark)), None)
+    if fallback is not None:
+        counters.record_fallback(fallback.reason)
+        return list(choices)
+    marked = [i for i, mark in enumerate(marks) if isinstance(mark, CandidateMark)]
+    if not marked:
+        return list(choices)
+    candidate_marks: list[CandidateMark] = [marks[i] for i in marked]
+    context = candidate_marks[0].context
+    ranking = _union_ranking(candidate_marks)
+    selection = select_candidates(ranking, context.options)
+    if selection.fallback:
+        counters.record_fallback(selection.fallback)
+    keep = {marked[i] for i in selection.keep}
+    kept = [c for i, c in enumerate(choices) if i in keep or marks[i] is None]
+    best = candidate_marks[ranking.order[0]] if ranking.order else candidate_marks[0]
+    groups = {m.group: m.group_size for m in candidate_marks}
+    counters.record_decision(
+        model=context.entry.name,
+        kind=best.config.kind,
+        candidates=sum(groups.values()) + sum(m is None for m in marks),
+        kept=len(kept),
+        confidence=ranking.confidence,
+    )
+    return kept
+
+
+def _union_ranking(marks: list[CandidateMark]) -> Ranking:
+    times = tuple(m.time_us for m in marks)
+    order = tuple(sorted((i for i, t in enumerate(times) if not math.isnan(t)), key=times.__getitem__))
+    unscored = tuple(i for i, t in enumerate(times) if math.isnan(t))
+    if not order:
+        return Ranking(order, unscored, times, None)
+    best = marks[order[0]]
+    if len({m.group for m in marks}) == 1:
+        confidence = best.group_confidence
+    else:
+        # The pick was best in its group; how sure is the scorer it also beats the other winners?
+        context = best.context
+        union = rank_candidates(context.scorer, context.problem, [m.config for m in marks], context.hardware)
+        confidence = combined_confidence(best.group_confidence, union.confidence)
+    return Ranking(order, unscored, times, confidence)
+
+
+def _mark_of(choice: Any) -> CandidateMark | FallbackMark | None:
+    annotations = getattr(choice, "annotations", None)
+    return annotations.get(MARK) if isinstance(annotations, dict) else None
