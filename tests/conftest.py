@@ -1,0 +1,37 @@
+"""Shared test fixtures. Tests run real torch.compile on the CPU; GPU tests are marked ``gpu``
+and skipped without CUDA."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import diode_backend
+from diode_backend import registry
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_diode_state():
+    """Each test starts with empty stats, freshly resolved plugins and a reset Dynamo."""
+    diode_backend.reset_stats()
+    registry.clear()
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.fixture
+def isolated_caches(tmp_path, monkeypatch):
+    """Inductor's and DIODE's on-disk caches in a temporary folder."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
+    return tmp_path
