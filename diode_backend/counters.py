@@ -18,6 +18,7 @@ FALLBACK_REASONS = (
     "no_scored_candidates",  # the scorer could score none of the candidates
     "low_confidence",  # fast_autotune asked for one pick but confidence was under the threshold
     "internal_error",  # DIODE raised; Inductor's own behaviour was used
+    "choices_class_override",  # the user's inductor_choices_class does not include DIODE
 )
 
 _lock = threading.Lock()

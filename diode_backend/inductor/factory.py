@@ -32,6 +32,9 @@ class ChoicesFactory:
             instance.__class__ = _composed(type(instance))
         return instance
 
+    def __deepcopy__(self, memo: dict) -> ChoicesFactory:
+        return self  # immutable; config.get_config_copy() deep-copies every value
+
     def __reduce__(self):
         return (_restore_factory, (self.base, self().uuid()))
 

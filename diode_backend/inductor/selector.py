@@ -33,9 +33,18 @@ def patch_selector(select_algorithm: ModuleType) -> None:
 def _select(choices):
     from torch._inductor import config
 
-    from .decide import select_final_choices
+    from .decide import diode_requested, select_final_choices
 
     try:
+        if diode_requested() and not _choices_class_has_diode():
+            counters.record_fallback("choices_class_override")
+            counters.warn_once(
+                "choices_class_override",
+                "DIODE is in max_autotune_gemm_backends but config.inductor_choices_class does not "
+                "include DIODE, so Inductor autotunes as usual. Wrap your class: "
+                "config.inductor_choices_class = diode_backend.with_diode(YourChoices)",
+            )
+            return choices
         return select_final_choices(choices)
     except DiodeOptionError:
         raise
@@ -44,3 +53,12 @@ def _select(choices):
             raise
         counters.record_error("final_selection", err)
         return choices
+
+
+def _choices_class_has_diode() -> bool:
+    from torch._inductor.virtualized import V
+
+    from .choices import DiodeChoicesMixin
+
+    return isinstance(V.choices, DiodeChoicesMixin)
+

@@ -1,0 +1,247 @@
+"""DIODE inside real torch.compile on the CPU.
+
+CPU Inductor offers ATen candidates here (two for addmm with an expanded bias: ``addmm`` and
+``bias_addmm``), which is enough to see DIODE rank, pick, fall back and count.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._inductor import config
+from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
+from torch._inductor.utils import run_and_get_code
+
+import diode_backend
+from diode_backend import hookimpl, plugins
+from diode_backend.inductor.choices import refresh_choices_handler
+from diode_backend.scorer import Prediction, ScorerEntry
+
+DIODE = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fx_graph_cache": False}
+
+
+def biased_addmm(bias, x, w):
+    return torch.addmm(bias.expand(x.shape[0], w.shape[1]), x, w)
+
+
+def biased_inputs(dtype=torch.float32):
+    return torch.randn(32, dtype=dtype), torch.randn(8, 64, dtype=dtype), torch.randn(64, 32, dtype=dtype)
+
+
+class PreferScorer:
+    """A throwaway scorer that predicts the named template fastest."""
+
+    def __init__(self, template: str, confidence: float | None = 1.0, fail: bool = False):
+        self.template, self.confidence, self.fail = template, confidence, fail
+        self.name = f"prefer-{template}"
+        self.identity = f"{self.name}-{confidence}-{fail}"
+
+    def predict(self, problem, configs, hardware):
+        if self.fail:
+            raise RuntimeError("scorer exploded")
+        times = tuple(1.0 if c.template == self.template else 2.0 + i for i, c in enumerate(configs))
+        return Prediction(times, self.confidence)
+
+
+@pytest.fixture
+def scorer_plugin():
+    """Register throwaway scorers by name for one test; unregistered afterwards."""
+    registered = []
+
+    def register(scorer):
+        class Plugin:
+            @hookimpl
+            def diode_register_scorers(self, register):
+                register(ScorerEntry(scorer.name, lambda: scorer, lambda hw: False, identity=scorer.identity))
+
+        plugin = Plugin()
+        plugins.get_plugin_manager().register(plugin)
+        registered.append(plugin)
+        return scorer.name
+
+    yield register
+    for plugin in registered:
+        plugins.get_plugin_manager().unregister(plugin)
+
+
+@pytest.fixture
+def benchmarked():
+    """Lists the number of candidates Inductor benchmarked, per autotuned op."""
+    sizes: list[int] = []
+    add_feedback_saver(lambda timings, *args: sizes.append(len(timings)))
+    yield sizes
+    clear_feedback_savers()
+
+
+def compile_code(fn, args, **options):
+    with config.patch(**options):
+        out, code = run_and_get_code(torch.compile(fn), *args)
+    return out, code[0]
+
+
+def test_the_example_plugin_is_discovered_and_its_scorer_changes_the_pick(benchmarked):
+    args = biased_inputs()
+    out, code = compile_code(biased_addmm, args, **DIODE, fast_autotune=True, diode_model="example-bias-epilogue")
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert "extern_kernels.bias_addmm(" in code
+    assert benchmarked == []  # one candidate reached Inductor: nothing was benchmarked
+    stats = diode_backend.stats()
+    assert stats["picks_by_model"] == {"example-bias-epilogue": 1}
+    assert stats["single_pick"] == 1 and stats["candidates_seen"] == 2 and stats["candidates_kept"] == 1
+    assert "example" in [p["name"] for p in plugins.plugin_report()]
+
+
+def test_another_scorer_picks_the_other_kernel(scorer_plugin, benchmarked):
+    name = scorer_plugin(PreferScorer("aten::addmm"))
+    args = biased_inputs()
+    out, code = compile_code(biased_addmm, args, **DIODE, fast_autotune=True, diode_model=name)
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert "extern_kernels.addmm(" in code and "bias_addmm" not in code
+    assert benchmarked == []
+
+
+def test_low_confidence_benchmarks_the_top_k(scorer_plugin, benchmarked):
+    name = scorer_plugin(PreferScorer("aten::addmm", confidence=0.2))
+    compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model=name)
+    assert benchmarked == [2]
+    stats = diode_backend.stats()
+    assert stats["fallbacks"] == {"low_confidence": 1} and stats["benchmarked_top_k"] == 1
+    assert stats["mean_confidence"] == pytest.approx(0.2)
+
+
+def test_top_k_limits_what_is_benchmarked(scorer_plugin, benchmarked):
+    name = scorer_plugin(PreferScorer("aten::addmm", confidence=None))
+    compile_code(biased_addmm, biased_inputs(), **DIODE, diode_top_k=1, diode_model=name)
+    assert benchmarked == []  # top-1 of 2: a single candidate, nothing to compare
+    compile_code(biased_addmm, biased_inputs(), **DIODE, diode_top_k=2, diode_model=name)
+    assert benchmarked == [2]
+
+
+def test_no_fallback_uses_the_best_guess_even_when_unsure(scorer_plugin, benchmarked):
+    name = scorer_plugin(PreferScorer("aten::bias_addmm", confidence=0.1))
+    _, code = compile_code(
+        biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_fallback_to_autotune=False, diode_model=name
+    )
+    assert "extern_kernels.bias_addmm(" in code and benchmarked == []
+
+
+def test_without_a_model_inductor_autotunes_as_usual(benchmarked):
+    args = biased_inputs()
+    out, _ = compile_code(biased_addmm, args, **DIODE, fast_autotune=True)
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert benchmarked == [2]  # no scorer applies to a CPU: Inductor's own autotuning
+    assert diode_backend.stats()["fallbacks"] == {"no_model": 1}
+
+
+def test_without_a_model_and_no_fallback_the_guess_is_aten(benchmarked):
+    _, code = compile_code(
+        biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_fallback_to_autotune=False
+    )
+    assert "extern_kernels.addmm(" in code and benchmarked == []
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_every_gemm_op_goes_through_diode(dtype):
+    x, w, b = torch.randn(16, 32, dtype=dtype), torch.randn(24, 32, dtype=dtype), torch.randn(24, dtype=dtype)
+    p, q, r = torch.randn(3, 16, 32, dtype=dtype), torch.randn(3, 32, 8, dtype=dtype), torch.randn(3, 16, 8, dtype=dtype)
+    linear = torch.nn.Linear(32, 24, dtype=dtype)
+    cases = {
+        "mm": (lambda a, c: a @ c, (x, w.t())),
+        "addmm": (lambda s, a, c: torch.addmm(s, a, c), (b, x, w.t())),
+        "bmm": (torch.bmm, (p, q)),
+        "baddbmm": (torch.baddbmm, (r, p, q)),
+        "F.linear": (F.linear, (x, w, b)),
+        "nn.Linear": (linear, (x,)),
+    }
+    tolerance = {"atol": 1e-2, "rtol": 1e-2} if dtype != torch.float32 else {}
+    for name, (fn, args) in cases.items():
+        diode_backend.reset_stats()
+        torch._dynamo.reset()
+        with torch.no_grad():
+            out, _ = compile_code(fn, args, **DIODE, fast_autotune=True, diode_model="example-bias-epilogue")
+            torch.testing.assert_close(out, fn(*args), **tolerance, msg=name)
+        stats = diode_backend.stats()
+        assert stats["decisions"] >= 1, (name, stats)
+        assert stats["fallbacks"] == {} and stats["errors"] == {}, (name, stats)
+
+
+def test_unsupported_dtype_is_left_to_inductor(benchmarked):
+    a, b = torch.randn(8, 8, dtype=torch.float64), torch.randn(8, 8, dtype=torch.float64)
+    out, _ = compile_code(lambda x, y: x @ y, (a, b), **DIODE, diode_model="example-bias-epilogue")
+    torch.testing.assert_close(out, a @ b)
+    assert diode_backend.stats()["fallbacks"] == {"unsupported_dtype": 1}
+
+
+def test_an_internal_error_falls_back_counts_and_logs_once(scorer_plugin, benchmarked, caplog):
+    name = scorer_plugin(PreferScorer("aten::addmm", fail=True))
+    args = biased_inputs()
+    with caplog.at_level(logging.WARNING, logger="diode_backend"):
+        for _ in range(2):
+            torch._dynamo.reset()
+            out, _ = compile_code(biased_addmm, args, **DIODE, fast_autotune=True, diode_model=name)
+            torch.testing.assert_close(out, biased_addmm(*args))
+    assert benchmarked == [2, 2]  # Inductor's own autotuning both times
+    assert diode_backend.stats()["errors"] == {"ranking:RuntimeError": 2}
+    assert len([r for r in caplog.records if "internal error" in r.getMessage()]) == 1
+
+
+def test_strict_mode_raises_internal_errors(scorer_plugin):
+    name = scorer_plugin(PreferScorer("aten::addmm", fail=True))
+    with pytest.raises(Exception, match="scorer exploded"):
+        compile_code(biased_addmm, biased_inputs(), **DIODE, diode_model=name, diode_strict=True)
+
+
+def test_an_unknown_model_name_is_a_clear_error():
+    with pytest.raises(Exception, match="diode_model='no-such-model': no such model"):
+        compile_code(biased_addmm, biased_inputs(), **DIODE, diode_model="no-such-model")
+
+
+def test_without_diode_in_the_backends_nothing_changes(benchmarked):
+    compile_code(biased_addmm, biased_inputs(), max_autotune=True, max_autotune_gemm_backends="ATEN", fx_graph_cache=False)
+    assert benchmarked == [2]
+    assert diode_backend.stats()["decisions"] == 0 and diode_backend.stats()["fallbacks"] == {}
+
+
+class RecordingChoices(torch._inductor.choices.InductorChoices):
+    """A user's own choices class: records the GEMM groups it saw."""
+
+    seen: list[str] = []
+
+    def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
+        RecordingChoices.seen.append(op_name)
+        return super()._finalize_template_configs(template_choices, kernel_inputs, templates, op_name, kwarg_overrides)
+
+    def uuid(self):
+        return "recording-choices"
+
+
+@pytest.fixture
+def user_choices():
+    RecordingChoices.seen = []
+    yield
+    refresh_choices_handler()
+
+
+def test_a_users_choices_class_composes_with_diode(user_choices, benchmarked):
+    refresh_choices_handler()
+    _, code = compile_code(
+        biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model="example-bias-epilogue",
+        inductor_choices_class=diode_backend.with_diode(RecordingChoices),
+    )
+    assert "addmm" in RecordingChoices.seen  # the user's override ran
+    assert "extern_kernels.bias_addmm(" in code and benchmarked == []  # and so did DIODE
+
+
+def test_a_users_choices_class_without_diode_is_reported(user_choices, benchmarked, caplog):
+    refresh_choices_handler()
+    with caplog.at_level(logging.WARNING, logger="diode_backend"):
+        compile_code(
+            biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model="example-bias-epilogue",
+            inductor_choices_class=RecordingChoices,
+        )
+    assert "addmm" in RecordingChoices.seen and benchmarked == [2]
+    assert diode_backend.stats()["fallbacks"] == {"choices_class_override": 1}
+    assert any("with_diode" in r.getMessage() for r in caplog.records)
