@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 log = logging.getLogger("diode_backend")
@@ -28,14 +28,19 @@ _picks_by_kind: Counter[str] = Counter()
 _picks_by_model: Counter[str] = Counter()
 _errors: Counter[str] = Counter()
 _confidence = [0.0, 0]  # sum, count of decisions that had a confidence
+_recent: deque[dict[str, Any]] = deque(maxlen=32)  # the last decisions, newest last
 _logged: set[tuple[str, str]] = set()
 
 
 def record_decision(
-    *, model: str, kind: str, candidates: int, kept: int, confidence: float | None
+    *, model: str, kind: str, candidates: int, kept: int, confidence: float | None,
+    problem: str = "", pick: str = "",
 ) -> None:
-    """One GEMM ranked: ``kept`` of ``candidates`` go on to Inductor (1 means no benchmarking)."""
+    """One GEMM ranked: ``kept`` of ``candidates`` go on to Inductor (1 means no benchmarking).
+    ``problem`` and ``pick`` are human-readable descriptions kept in ``recent_decisions``."""
     with _lock:
+        _recent.append({"problem": problem, "pick": pick, "model": model, "candidates": candidates,
+                        "kept": kept, "confidence": confidence})  # fmt: skip
         _counts["decisions"] += 1
         _counts["candidates_seen"] += candidates
         _counts["candidates_kept"] += kept
@@ -86,7 +91,8 @@ def warn_once(key: str, message: str, *args: Any) -> None:
 
 def stats() -> dict[str, Any]:
     """A snapshot: decisions, kept/seen candidates, picks by kind and model, fallbacks by
-    reason, internal errors, mean confidence (``None`` before any confident scorer ran)."""
+    reason, internal errors, mean confidence (``None`` before any confident scorer ran) and the
+    last 32 decisions (problem, pick, model, candidates, kept, confidence)."""
     with _lock:
         total, n = _confidence
         return {
@@ -100,6 +106,7 @@ def stats() -> dict[str, Any]:
             "fallbacks": dict(_fallbacks),
             "errors": dict(_errors),
             "mean_confidence": total / n if n else None,
+            "recent_decisions": list(_recent),
             "counters": {k: v for k, v in _counts.items() if k not in _DECISION_KEYS},
         }
 
@@ -112,3 +119,4 @@ def reset_stats() -> None:
         for counter in (_counts, _fallbacks, _picks_by_kind, _picks_by_model, _errors):
             counter.clear()
         _confidence[:] = [0.0, 0]
+        _recent.clear()

@@ -148,6 +148,8 @@ def select_final_choices(choices: Sequence[Any]) -> list[Any]:
         candidates=sum(groups.values()) + sum(m is None for m in marks),
         kept=len(kept),
         confidence=ranking.confidence,
+        problem=context.problem.describe(),
+        pick=best.config.describe(),
     )
     return kept
 

@@ -1,0 +1,97 @@
+"""The Triton path on a CUDA GPU (skipped without one). Run on the H100 before release:
+
+    python -m pytest -q -m gpu tests/test_gpu.py
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._inductor import config
+from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
+
+import diode_backend
+from diode_backend import registry
+
+pytestmark = pytest.mark.gpu
+DIODE = {
+    "max_autotune": True,
+    "max_autotune_gemm_backends": "DIODE",
+    "force_disable_caches": True,
+}
+
+
+@pytest.fixture
+def benchmarked():
+    sizes: list[int] = []
+    add_feedback_saver(lambda timings, *args: sizes.append(len(timings)))
+    yield sizes
+    clear_feedback_savers()
+
+
+def run_compiled(fn, args, **options):
+    with config.patch(**options):
+        return torch.compile(fn)(*args)
+
+
+def test_hardware_detection_uses_the_nvidia_plugin():
+    hardware = registry.detect_hardware("cuda")
+    assert hardware.vendor == "nvidia" and hardware.sm_count > 0
+    if "H100" in hardware.name or "H200" in hardware.name:
+        assert hardware.peak_tflops["bfloat16"] == pytest.approx(989.4)
+        assert hardware.compute_capability == (9, 0)
+
+
+def test_fast_pick_compiles_one_kernel_from_the_exhaustive_space(benchmarked):
+    a = torch.randn(1024, 2048, device="cuda", dtype=torch.float16)
+    b = torch.randn(2048, 4096, device="cuda", dtype=torch.float16)
+    out = run_compiled(torch.mm, (a, b), **DIODE, fast_autotune=True, diode_fallback_to_autotune=False)
+    torch.testing.assert_close(out, a @ b, atol=1e-2, rtol=1e-2)
+    stats = diode_backend.stats()
+    assert benchmarked == [] and stats["single_pick"] == 1
+    assert stats["candidates_seen"] > 100, stats  # the exhaustive Triton space plus ATen
+    assert stats["picks_by_model"] == {"analytical": 1}
+
+
+def test_default_search_space_is_smaller(benchmarked):
+    a = torch.randn(1024, 2048, device="cuda", dtype=torch.float16)
+    b = torch.randn(2048, 4096, device="cuda", dtype=torch.float16)
+    run_compiled(torch.mm, (a, b), **DIODE, fast_autotune=True, diode_fallback_to_autotune=False,
+                 diode_search_space="DEFAULT")  # fmt: skip
+    assert 2 < diode_backend.stats()["candidates_seen"] < 40
+
+
+def test_unsure_analytical_scorer_benchmarks_the_top_k(benchmarked):
+    a = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
+    out = run_compiled(torch.mm, (a, b), **DIODE, fast_autotune=True, diode_top_k=3)
+    torch.testing.assert_close(out, a @ b, atol=2e-2, rtol=2e-2)
+    assert benchmarked == [3]  # no calibrated confidence: top-3 benchmarked
+    assert diode_backend.stats()["fallbacks"] == {"low_confidence": 1}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_every_op_and_dtype_matches_eager(dtype, benchmarked):
+    def make(*shape):
+        return torch.randn(*shape, device="cuda", dtype=dtype)
+
+    x, w, bias = make(96, 256), make(384, 256), make(384)
+    p, q, r = make(4, 64, 128), make(4, 128, 96), make(4, 64, 96)
+    linear = torch.nn.Linear(256, 384, device="cuda", dtype=dtype)
+    cases = {
+        "mm": (torch.mm, (x, w.t())),
+        "addmm": (torch.addmm, (bias, x, w.t())),
+        "bmm": (torch.bmm, (p, q)),
+        "baddbmm": (torch.baddbmm, (r, p, q)),
+        "nn.Linear": (linear, (x,)),
+    }
+    tolerance = {"atol": 2e-2, "rtol": 2e-2} if dtype != torch.float32 else {"atol": 1e-2, "rtol": 1e-2}
+    for name, (fn, args) in cases.items():
+        torch._dynamo.reset()
+        diode_backend.reset_stats()
+        with torch.no_grad():
+            out = run_compiled(fn, args, **DIODE, fast_autotune=True, diode_fallback_to_autotune=False)
+            torch.testing.assert_close(out, fn(*args), **tolerance, msg=name)
+        stats = diode_backend.stats()
+        assert stats["decisions"] >= 1 and stats["errors"] == {}, (name, stats)
+    assert benchmarked == []
