@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .problem import DTYPE_BYTES, KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
+import torch
+
+from .config_table import ConfigTable
+from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
 from .scorer import Prediction
 
 VERSION = 1
@@ -38,9 +41,19 @@ class AnalyticalScorer:
     def predict(
         self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
     ) -> Prediction:
-        rates = _Rates.of(problem, hardware)
-        times = tuple(_predict_one(problem, c, hardware, rates) for c in configs)
-        return Prediction(times_us=times, confidence=None)
+        times = estimate_times_us(problem, ConfigTable.of(configs), hardware)
+        return Prediction(times_us=tuple(times.tolist()), confidence=None)
+
+
+def estimate_times_us(problem: GemmProblem, table: ConfigTable, hardware: HardwareInfo) -> torch.Tensor:
+    """Predicted runtime in microseconds of each config row, float64 ``[n]``: ``inf`` where a
+    tile cannot launch (shared memory), ``nan`` for kinds with no model (decompose-k, ...)."""
+    rates = _Rates.of(problem, hardware)
+    tiled = _tiled_times(problem, table.tiles, hardware, rates)
+    has_tiles = (table.tiles[:, :3] > 0).all(dim=1)
+    library = _library_time(problem, rates) - 0.5 * table.bias_epilogue.double()
+    times = torch.where(has_tiles, tiled, torch.full_like(tiled, math.nan))
+    return torch.where(table.aten, library, times)
 
 
 class _Rates:
@@ -65,82 +78,73 @@ class _Rates:
         return cls(peak * 1e6, bandwidth * 1e3, DTYPE_BYTES.get(problem.dtype, 4))
 
 
-def _predict_one(
-    problem: GemmProblem, config: KernelConfig, hardware: HardwareInfo, rates: _Rates
-) -> float:
-    if config.kind == KIND_ATEN:
-        return _library_time(problem, rates, config.template)
-    if config.block_m and config.block_n and config.block_k:
-        return _tiled_time(problem, config, hardware, rates)
-    return math.nan  # decompose-k, subgraphs, unknown kinds: no model for them
-
-
-def _library_time(problem: GemmProblem, rates: _Rates, template: str) -> float:
+def _library_time(problem: GemmProblem, rates: _Rates) -> float:
     """cuBLAS-like: near-peak compute, near-peak bandwidth, a larger fixed cost."""
     compute = problem.flops / (rates.flops_per_us * 0.80)
     memory = problem.min_bytes / (rates.dram_bytes_per_us * 0.85)
-    fixed = _LAUNCH_US + 2.0
-    if template.endswith("bias_addmm"):
-        fixed -= 0.5  # bias fused in the cuBLASLt epilogue
-    return max(compute, memory) + fixed
+    return max(compute, memory) + _LAUNCH_US + 2.0
 
 
-def _tiled_time(
-    problem: GemmProblem, c: KernelConfig, hardware: HardwareInfo, rates: _Rates
-) -> float:
-    bm, bn, bk = c.block_m, c.block_n, c.block_k
-    stages, warps = max(c.num_stages, 1), max(c.num_warps, 1)
+def _tiled_times(
+    problem: GemmProblem, tiles: torch.Tensor, hardware: HardwareInfo, rates: _Rates
+) -> torch.Tensor:
+    """Triton template time per row of ``tiles`` (see :class:`ConfigTable`); rows without tiles
+    get meaningless values that the caller masks."""
+    bm, bn, bk = (tiles[:, i].clamp(min=1) for i in range(3))
+    stages, warps = tiles[:, 3].clamp(min=1), tiles[:, 4].clamp(min=1)
     in_bytes = rates.in_bytes
 
     smem = stages * (bm * bk + bk * bn) * in_bytes
     smem_limit = hardware.shared_memory_per_block or 232448
-    if smem > smem_limit:
-        return math.inf  # does not compile/launch
     acc_regs = bm * bn / (32 * warps)  # fp32 accumulator registers per thread
     regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
-    spill = 1.0 if regs <= 255 else (regs / 255.0) ** 2
+    spill = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
 
     sms = hardware.sm_count or 132
-    ctas_per_sm = min(
-        _MAX_WARPS_PER_SM // warps,
-        max(_SMEM_PER_SM // max(smem, 1), 1),
-        max(int(_REGS_PER_SM // (min(regs, 255) * 32 * warps)), 1),
-    )
-    ctas_per_sm = max(ctas_per_sm, 1)
-    tiles_m, tiles_n = math.ceil(problem.m / bm), math.ceil(problem.n / bn)
-    tiles = tiles_m * tiles_n * problem.batch
+    ctas_per_sm = torch.minimum(
+        torch.floor(_MAX_WARPS_PER_SM / warps),
+        torch.minimum(
+            torch.floor(_SMEM_PER_SM / smem.clamp(min=1)).clamp(min=1),
+            torch.floor(_REGS_PER_SM / (regs.clamp(max=255) * 32 * warps)).clamp(min=1),
+        ),
+    ).clamp(min=1)
+    tiles_m, tiles_n = torch.ceil(problem.m / bm), torch.ceil(problem.n / bn)
+    n_tiles = tiles_m * tiles_n * problem.batch
     slots = sms * ctas_per_sm
-    waves = math.ceil(tiles / slots)
-    k_steps = math.ceil(problem.k / bk)
+    waves = torch.ceil(n_tiles / slots)
+    k_steps = torch.ceil(problem.k / bk)
 
     # Padded work: the tile grid computes full tiles; wave quantization idles SMs in the last wave.
-    padded_flops = 2.0 * tiles * bm * bn * k_steps * bk
-    busy_fraction = tiles / (waves * slots) if waves else 1.0
-    sm_fraction = min(1.0, tiles / sms)  # fewer tiles than SMs leaves SMs unused
+    padded_flops = 2.0 * n_tiles * bm * bn * k_steps * bk
+    busy_fraction = n_tiles / (waves * slots)
+    sm_fraction = (n_tiles / sms).clamp(max=1.0)  # fewer tiles than SMs leaves SMs unused
     efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / spill
-    compute = padded_flops / (rates.flops_per_us * efficiency * max(sm_fraction, 1e-3))
-    compute /= max(busy_fraction, 1e-3) ** 0.5 if tiles > sms else 1.0
+    compute = padded_flops / (rates.flops_per_us * efficiency * sm_fraction.clamp(min=1e-3))
+    compute = torch.where(n_tiles > sms, compute / busy_fraction.clamp(min=1e-3) ** 0.5, compute)
 
     # Every tile streams its A row panel and B column panel (served from L2 after the first
     # read); DRAM sees each operand roughly once when grouping keeps panels resident.
-    tile_bytes = tiles * k_steps * bk * (bm + bn) * in_bytes
+    tile_bytes = n_tiles * k_steps * bk * (bm + bn) * in_bytes
     l2_time = tile_bytes / (rates.dram_bytes_per_us * _L2_OVER_DRAM)
     dram_time = problem.min_bytes / (rates.dram_bytes_per_us * 0.9)
-    memory = max(l2_time, dram_time)
+    memory = l2_time.clamp(min=dram_time)
 
     # The K loop is a chain: each step costs a latency that only deeper pipelines hide.
-    hidden = min(1.0, (stages - 1) / 3.0)
+    hidden = ((stages - 1) / 3.0).clamp(max=1.0)
     latency = waves * k_steps * _K_STEP_US * (1.0 - 0.7 * hidden)
-    return max(compute, memory) + latency + _LAUNCH_US
+    times = torch.maximum(compute, memory) + latency + _LAUNCH_US
+    return torch.where(smem > smem_limit, math.inf, times)  # does not compile/launch
 
 
-def _tile_efficiency(bm: int, bn: int, bk: int, warps: int, stages: int, dtype: str) -> float:
+def _tile_efficiency(
+    bm: torch.Tensor, bn: torch.Tensor, bk: torch.Tensor, warps: torch.Tensor, stages: torch.Tensor, dtype: str
+) -> torch.Tensor:
     """Fraction of peak one tile shape reaches when it is not memory bound (0..1]."""
     # Tensor-core instructions want >= 64x64 per warpgroup; smaller tiles waste issue slots.
-    shape = min(1.0, bm / 64.0) ** 0.5 * min(1.0, bn / 64.0) ** 0.5
-    depth = min(1.0, bk * DTYPE_BYTES.get(dtype, 4) / 64.0) ** 0.3  # short K steps: overhead
+    shape = (bm / 64.0).clamp(max=1.0) ** 0.5 * (bn / 64.0).clamp(max=1.0) ** 0.5
+    depth = (bk * DTYPE_BYTES.get(dtype, 4) / 64.0).clamp(max=1.0) ** 0.3  # short K steps: overhead
     # Too few warps for a big tile serialise the MMA issue; too many for a small tile idle.
     per_warp = bm * bn / warps
-    balance = 1.0 if 512 <= per_warp <= 4096 else (0.8 if per_warp < 512 else 0.85)
-    pipeline = 0.75 if stages == 1 else 1.0
+    balance = torch.where(per_warp < 512, 0.8, torch.where(per_warp > 4096, 0.85, 1.0))
+    pipeline = torch.where(stages == 1, 0.75, 1.0)
     return 0.85 * shape * depth * balance * pipeline

@@ -13,7 +13,9 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from .problem import DTYPE_BYTES, KIND_ATEN, KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
+from .analytical import estimate_times_us
+from .config_table import ConfigTable
+from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
 
 
 @runtime_checkable
@@ -42,14 +44,22 @@ _CONFIG_NAMES = (
     "log2_tiles", "waves", "wave_efficiency", "sm_fill",
     "pad_waste_m", "pad_waste_n", "pad_waste_k", "smem_fraction", "log2_k_steps",
     "acc_regs_per_thread", "log2_tile_intensity",
+    "log2_analytical_us", "analytical_scored",
 )  # fmt: skip
+#: log2 of the analytical estimate stands in at this value where the tile cannot launch.
+_UNLAUNCHABLE_LOG2_US = 30.0
 
 
 class GemmFeatures:
-    """Schema ``gemm`` v1: size logs, dtype/layout flags, tile, wave and padding features."""
+    """Schema ``gemm`` v2: size logs, dtype/layout flags, tile, wave and padding features, and
+    the analytical scorer's estimate (log2 microseconds; 0 with ``analytical_scored`` = 0 for
+    kinds it cannot model).
+
+    v2 added ``log2_analytical_us`` and ``analytical_scored``.
+    """
 
     schema = "gemm"
-    version = 1
+    version = 2
     names = _PROBLEM_NAMES + _CONFIG_NAMES
 
     def extract(
@@ -68,20 +78,13 @@ class GemmFeatures:
             ],
             dtype=torch.float64,
         )  # fmt: skip
-        tiles_int = torch.tensor(
-            [[c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, c.group_m] for c in configs],
-            dtype=torch.float64,
-        ).reshape(n, 6)
-        kinds = torch.tensor(
-            [[c.kind == KIND_ATEN, c.kind == KIND_TRITON, c.kind not in (KIND_ATEN, KIND_TRITON)] for c in configs],
-            dtype=torch.float64,
-        ).reshape(n, 3)  # fmt: skip
-        has_tile = tiles_int[:, 0] > 0
+        table = ConfigTable.of(configs)
+        has_tile = table.tiles[:, 0] > 0
         # Tile-less kinds (ATen) are described as one full-problem tile.
-        bm = torch.where(has_tile, tiles_int[:, 0], float(p.m))
-        bn = torch.where(has_tile, tiles_int[:, 1], float(p.n))
-        bk = torch.where(has_tile, tiles_int[:, 2], float(p.k))
-        stages, warps, group = tiles_int[:, 3], tiles_int[:, 4], tiles_int[:, 5]
+        bm = torch.where(has_tile, table.tiles[:, 0], float(p.m))
+        bn = torch.where(has_tile, table.tiles[:, 1], float(p.n))
+        bk = torch.where(has_tile, table.tiles[:, 2], float(p.k))
+        stages, warps, group = table.tiles[:, 3], table.tiles[:, 4], table.tiles[:, 5]
         sms = float(hardware.sm_count or 1)
         tiles_m, tiles_n = torch.ceil(p.m / bm), torch.ceil(p.n / bn)
         k_steps = torch.ceil(p.k / bk)
@@ -89,18 +92,24 @@ class GemmFeatures:
         waves = torch.ceil(tiles / sms)
         smem = stages * (bm * bk + bk * bn) * in_bytes
         smem_limit = float(hardware.shared_memory_per_block or 232448)
-        config_cols = torch.stack(
-            [
-                *kinds.unbind(1),
-                torch.log2(bm), torch.log2(bn), torch.log2(bk), stages, warps,
-                torch.log2(group.clamp(min=1)),
-                torch.log2(tiles), waves, tiles / (waves * sms), torch.clamp(tiles / sms, max=1.0),
-                1 - p.m / (tiles_m * bm), 1 - p.n / (tiles_n * bn), 1 - p.k / (k_steps * bk),
-                torch.where(has_tile, smem / smem_limit, torch.zeros_like(smem)),
-                torch.log2(k_steps),
-                torch.where(has_tile, bm * bn / (32 * warps.clamp(min=1)), torch.zeros_like(bm)),
-                torch.log2(bm * bn / (bm + bn)),
-            ],
-            dim=1,
+        estimate = estimate_times_us(p, table, hardware)
+        scored = ~torch.isnan(estimate)
+        log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)
+        config_cols = (
+            table.aten, table.triton, table.other,
+            torch.log2(bm), torch.log2(bn), torch.log2(bk), stages, warps,
+            torch.log2(group.clamp(min=1)),
+            torch.log2(tiles), waves, tiles / (waves * sms), torch.clamp(tiles / sms, max=1.0),
+            1 - p.m / (tiles_m * bm), 1 - p.n / (tiles_n * bn), 1 - p.k / (k_steps * bk),
+            torch.where(has_tile, smem / smem_limit, 0.0),
+            torch.log2(k_steps),
+            torch.where(has_tile, bm * bn / (32 * warps.clamp(min=1)), 0.0),
+            torch.log2(bm * bn / (bm + bn)),
+            log2_estimate, scored,
         )  # fmt: skip
-        return torch.cat([problem_row.expand(n, -1), config_cols], dim=1).to(torch.float32)
+        # Column writes into one buffer: torch.stack/cat of columns costs several times more.
+        features = torch.empty(n, len(self.names), dtype=torch.float32)
+        features[:, : len(_PROBLEM_NAMES)] = problem_row
+        for index, column in enumerate(config_cols, start=len(_PROBLEM_NAMES)):
+            features[:, index] = column
+        return features

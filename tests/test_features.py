@@ -1,0 +1,61 @@
+"""The feature schema and the analytical scorer it embeds: one vectorised computation."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from diode_backend.analytical import AnalyticalScorer
+from diode_backend.features import GemmFeatures
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+
+H100 = HardwareInfo(
+    name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132, compute_capability=(9, 0),
+    shared_memory_per_block=232448,
+)  # fmt: skip
+PROBLEM = GemmProblem("addmm", 1000, 4096, 1536, dtype="bfloat16", b_layout="col", bias="row")
+CONFIGS = [
+    KernelConfig("triton", "triton::mm", 128, 128, 64, 3, 8, 8),
+    KernelConfig("triton", "triton::mm", 64, 32, 32, 5, 4, 8),
+    KernelConfig("triton", "triton::mm", 256, 256, 128, 5, 8, 8),  # 1.3 MB of shared memory
+    KernelConfig("aten", "aten::addmm"),
+    KernelConfig("aten", "aten::bias_addmm"),
+    KernelConfig("decompose_k", "decompose_k"),
+]
+
+
+def column(features: torch.Tensor, name: str) -> list[float]:
+    return features[:, GemmFeatures.names.index(name)].tolist()
+
+
+def test_one_row_per_candidate_one_column_per_name():
+    features = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
+    assert features.dtype == torch.float32
+    assert features.shape == (len(CONFIGS), len(GemmFeatures.names))
+    assert column(features, "log2_m") == [torch.tensor(math.log2(1000)).float().item()] * len(CONFIGS)
+    assert column(features, "kind_aten") == [0, 0, 0, 1, 1, 0]
+    assert column(features, "kind_other") == [0, 0, 0, 0, 0, 1]
+    assert column(features, "log2_block_n")[:2] == [7.0, 5.0]
+
+
+def test_no_candidates_gives_an_empty_matrix():
+    assert GemmFeatures().extract(PROBLEM, [], H100).shape == (0, len(GemmFeatures.names))
+
+
+def test_the_analytical_estimate_is_a_feature():
+    features = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
+    times = AnalyticalScorer().predict(PROBLEM, CONFIGS, H100).times_us
+    estimate, scored = column(features, "log2_analytical_us"), column(features, "analytical_scored")
+    for got, want in zip(estimate[:2] + estimate[3:5], times[:2] + times[3:5]):
+        assert abs(got - math.log2(want)) < 1e-5
+    assert math.isinf(times[2]) and estimate[2] == 30.0  # cannot launch: a large stand-in
+    assert math.isnan(times[5]) and (estimate[5], scored[5]) == (0.0, 0.0)
+    assert scored[:5] == [1.0] * 5
+
+
+def test_analytical_scorer_orders_what_it_models():
+    times = AnalyticalScorer().predict(PROBLEM, CONFIGS, H100).times_us
+    assert times[0] < times[1]  # a 128x128 tile beats a 64x32 one on a large problem
+    assert times[4] == times[3] - 0.5  # cuBLASLt fuses the bias
+    assert all(t > 0 for t in times[:2] + times[3:5])
