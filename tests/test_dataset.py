@@ -1,0 +1,141 @@
+"""The dataset format: round trips through real files, append-only shards, resume, rejection."""
+
+from __future__ import annotations
+
+import math
+
+import msgpack
+import pytest
+
+from diode_backend.dataset import (
+    FORMAT,
+    Dataset,
+    DatasetError,
+    DatasetMeta,
+    ProblemTimings,
+    ShardWriter,
+    collected_problems,
+    load_dataset,
+    merge_datasets,
+    read_shard,
+    summarize,
+    write_shard,
+)
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+
+H100 = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132, compute_capability=(9, 0))
+META = DatasetMeta(H100, {"torch": "2.11.0", "triton": "3.6.0", "date": "2025-11-22"})
+ATEN = KernelConfig(kind="aten", template="aten::mm")
+
+
+def triton(bm: int, bn: int = 64, bk: int = 32) -> KernelConfig:
+    return KernelConfig("triton", "triton::mm", bm, bn, bk, num_stages=3, num_warps=4, group_m=8)
+
+
+def timings(m: int, split: str = "train", op: str = "mm") -> ProblemTimings:
+    problem = GemmProblem(op=op, m=m, n=256, k=512, dtype="bfloat16", b_layout="col")
+    configs = (ATEN, triton(16), triton(32), triton(64, 128))
+    return ProblemTimings(problem, configs, (10.5, 12.25, 9.0 + m / 1000, 30.0), split, "lognormal", "sweep", "exhaustive", 1)
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    items = [timings(100), timings(7, "validation"), timings(33, op="addmm")]
+    write_shard(tmp_path / "a.msgpack", META, items)
+    dataset = load_dataset(tmp_path)
+    assert dataset.hardware == H100
+    assert dataset.runs == [META]
+    assert [p.problem for p in dataset] == [p.problem for p in items]
+    loaded = dataset.problems[1]
+    assert loaded.configs == items[1].configs
+    assert loaded.times_us == pytest.approx(items[1].times_us)  # float32 storage
+    assert (loaded.split, loaded.generator, loaded.source, loaded.space, loaded.failed) == (
+        "validation", "lognormal", "sweep", "exhaustive", 1,
+    )  # fmt: skip
+    assert [p.problem.m for p in dataset.split("validation")] == [7]
+    assert loaded.best_config == triton(32)
+    assert loaded.best_us == pytest.approx(9.007)
+
+
+def test_storage_is_columnar_with_a_config_table(tmp_path):
+    path = write_shard(tmp_path / "a.msgpack", META, [timings(m) for m in range(1, 51)])
+    payload = msgpack.unpackb(path.read_bytes())
+    assert payload["format"] == FORMAT and payload["version"] == 1
+    assert len(payload["configs"]["kind"]) == 4  # 200 rows share 4 distinct configs
+    assert payload["problems"]["m"] == list(range(1, 51))
+    # 4 bytes of config index and 4 of float32 time per measured pair
+    assert len(payload["timings"]["config"]) == len(payload["timings"]["time_us"]) == 200 * 4
+    # 8 bytes per pair plus about 100 per problem: no per-row field names
+    assert path.stat().st_size < 200 * 8 + 50 * 100
+
+
+def test_wrong_format_and_version_are_rejected_naming_the_file(tmp_path):
+    other = tmp_path / "other.msgpack"
+    other.write_bytes(msgpack.packb({"format": "something-else", "version": 1}))
+    with pytest.raises(DatasetError, match=r"other\.msgpack: format 'something-else'"):
+        load_dataset(other)
+    newer = tmp_path / "newer.msgpack"
+    newer.write_bytes(msgpack.packb({"format": FORMAT, "version": 2}))
+    with pytest.raises(DatasetError, match=r"newer\.msgpack: diode-gemm-timings version 2, .* reads version 1"):
+        read_shard(newer)
+    garbage = tmp_path / "garbage.msgpack"
+    garbage.write_bytes(b"\xc1not msgpack")
+    with pytest.raises(DatasetError, match=r"garbage\.msgpack: not a msgpack dataset shard"):
+        read_shard(garbage)
+    broken = tmp_path / "broken.msgpack"
+    broken.write_bytes(msgpack.packb({"format": FORMAT, "version": 1, "meta": META.to_dict()}))
+    with pytest.raises(DatasetError, match=r"broken\.msgpack: malformed"):
+        read_shard(broken)
+    with pytest.raises(DatasetError, match="no such dataset"):
+        load_dataset(tmp_path / "missing")
+
+
+def test_interrupted_writer_keeps_flushed_problems_and_resume_skips_them(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        with ShardWriter(tmp_path, META, every=2) as writer:
+            for m in (1, 2, 3):
+                writer.add(timings(m))
+            raise KeyboardInterrupt  # the with block still writes problem 3
+    assert len(list(tmp_path.glob("*.msgpack"))) == 2
+    done = collected_problems(tmp_path)
+    assert {p.m for p in done} == {1, 2, 3}
+    # a resumed run appends new shards next to the old ones
+    with ShardWriter(tmp_path, META, tag="gpu1") as writer:
+        for m in (1, 2, 3, 4):
+            if timings(m).problem not in done:
+                writer.add(timings(m))
+    assert "gpu1" in writer.paths[0].name
+    assert [p.problem.m for p in load_dataset(tmp_path)] == [1, 2, 3, 4]
+    assert not list(tmp_path.glob(".*tmp"))  # atomic writes leave no temporaries
+
+
+def test_shards_of_different_devices_do_not_mix(tmp_path):
+    write_shard(tmp_path / "a.msgpack", META, [timings(1)])
+    h200 = DatasetMeta(HardwareInfo(name="NVIDIA H200", vendor="nvidia", sm_count=132, compute_capability=(9, 0)))
+    write_shard(tmp_path / "b.msgpack", h200, [timings(2)])
+    with pytest.raises(DatasetError, match=r"b\.msgpack: measured on nvidia:NVIDIA H200"):
+        load_dataset(tmp_path)
+
+
+def test_merge_compacts_shards_per_run_and_drops_duplicates(tmp_path):
+    other_run = DatasetMeta(H100, {"date": "2025-11-23"})
+    write_shard(tmp_path / "in" / "1.msgpack", META, [timings(1), timings(2)])
+    write_shard(tmp_path / "in" / "2.msgpack", META, [timings(3)])
+    write_shard(tmp_path / "in2" / "3.msgpack", other_run, [timings(3), timings(4, "validation")])
+    written = merge_datasets([tmp_path / "in", tmp_path / "in2"], tmp_path / "out")
+    assert len(written) == 2
+    merged = load_dataset(tmp_path / "out")
+    assert [p.problem.m for p in merged] == [1, 2, 3, 4]
+    assert {run.environment.get("date") for run in merged.runs} == {"2025-11-22", "2025-11-23"}
+    info = summarize(merged)
+    assert info["problems"] == 4 and info["pairs"] == 16 and info["failed_pairs"] == 4
+    assert info["split"] == {"train": 3, "validation": 1}
+    assert info["layout"] == {"row/col": 4} and info["dtype"] == {"bfloat16": 4}
+
+
+def test_problem_timings_validate_their_shape():
+    with pytest.raises(ValueError, match="2 configs but 1 times"):
+        ProblemTimings(GemmProblem("mm", 1, 2, 3), (ATEN, triton(16)), (1.0,))
+    with pytest.raises(ValueError, match="split must be one of"):
+        ProblemTimings(GemmProblem("mm", 1, 2, 3), (ATEN,), (1.0,), split="test")
+    assert ProblemTimings(GemmProblem("mm", 1, 2, 3), (), ()).best_us == math.inf
+    assert isinstance(Dataset(H100, [], []).split("train"), list)
