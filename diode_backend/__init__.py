@@ -14,7 +14,10 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .hookspecs import PROJECT_NAME as PROJECT_NAME  # noqa: F401
 
-__all__ = ["__version__", "hookimpl", "stats", "reset_stats", "status", "with_diode", "DiodeOptionError"]
+__all__ = [
+    "__version__", "hookimpl", "stats", "reset_stats", "status", "with_diode", "DiodeOptionError",
+    "list_available_models", "get_detected_hardware", "register_model",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -34,6 +37,10 @@ def __getattr__(name: str) -> Any:
         from .inductor.factory import with_diode as value
     elif name == "DiodeOptionError":
         from .options import DiodeOptionError as value
+    elif name in ("list_available_models", "get_detected_hardware", "register_model"):
+        from . import registry
+
+        value = getattr(registry, name)
     else:
         raise AttributeError(f"module 'diode_backend' has no attribute {name!r}")
     globals()[name] = value

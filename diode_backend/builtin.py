@@ -46,6 +46,10 @@ def diode_register_feature_extractors(register: Callable[[FeatureExtractor], Non
 
 @hookimpl(trylast=True)
 def diode_register_scorers(register: Callable[[ScorerEntry], None]) -> None:
+    from .model.entries import installed_entries  # reads manifests only, never weights
+
+    for entry in installed_entries():  # DIODE_MODELS_PATH, then the shipped trained_models/
+        register(entry)
     register(
         ScorerEntry(
             name="analytical",

@@ -37,6 +37,19 @@ def diode_detect_hardware(device: str) -> HardwareInfo | None:
     """
 
 
+@hookspec
+def diode_known_hardware(register: Callable[[str, HardwareInfo], None]) -> None:
+    """Contribute descriptions of devices that users can name without having one.
+
+    Called once, when a device is named offline (``diode predict --hardware h100``,
+    ``diode models --hardware h100``). The description should equal what
+    :func:`diode_detect_hardware` returns on the real device, so that offline predictions match.
+
+    :param register: call it as ``register(name, hardware)`` for each short name (matched
+        case-insensitively, e.g. ``"h100"``); the first registration of a name wins.
+    """
+
+
 # -- features ---------------------------------------------------------------------------------
 
 

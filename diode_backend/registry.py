@@ -1,4 +1,5 @@
-"""What the plugins offer, resolved and memoized: hardware per device, scorers by name.
+"""What the plugins offer, resolved and memoized: hardware per device, scorers by name, and
+the model a user chose (``diode_model``, :func:`register_model`, a path to a model file).
 
 Results are memoized per set of registered plugins, so registering or unregistering a plugin
 (tests, ``diode`` subcommands) is seen at the next call.
@@ -6,9 +7,10 @@ Results are memoized per set of registered plugins, so registering or unregister
 
 from __future__ import annotations
 
+import os
 import threading
 
-from . import plugins
+from . import counters, plugins
 from .features import FeatureExtractor
 from .options import DiodeOptionError
 from .problem import HardwareInfo
@@ -16,6 +18,8 @@ from .scorer import GemmScorer, ScorerEntry
 
 _lock = threading.Lock()
 _memo: dict[tuple, object] = {}
+_registered: dict[str, ScorerEntry] = {}  # models registered by path (register_model)
+_preferred: list[str] = []  # the name register_model chose, if any
 
 
 def _memoized(key: tuple, compute):
@@ -29,9 +33,12 @@ def _memoized(key: tuple, compute):
 
 
 def clear() -> None:
-    """Forget memoized hardware, entries and loaded scorers."""
+    """Forget memoized hardware, entries and loaded scorers, and what :func:`register_model`
+    registered."""
     with _lock:
         _memo.clear()
+        _registered.clear()
+        _preferred.clear()
 
 
 def detect_hardware(device: str) -> HardwareInfo | None:
@@ -39,8 +46,51 @@ def detect_hardware(device: str) -> HardwareInfo | None:
     return _memoized(("hardware", device), lambda: plugins.hook().diode_detect_hardware(device=device))
 
 
+def known_hardware() -> dict[str, HardwareInfo]:
+    """Devices that can be named without having one (``diode predict --hardware h100``), by
+    lower-cased short name, from the ``diode_known_hardware`` hook."""
+
+    def compute() -> dict[str, HardwareInfo]:
+        table: dict[str, HardwareInfo] = {}
+        plugins.hook().diode_known_hardware(register=lambda name, hw: table.setdefault(name.lower(), hw))
+        return table
+
+    return _memoized(("known_hardware",), compute)
+
+
+def resolve_hardware(spec: str | None = None) -> HardwareInfo:
+    """The hardware a user names: a known short name (``h100``), or a device (``cuda:0``,
+    ``cpu``) to detect; the default device (``cuda`` when available, else ``cpu``) when None.
+    Raises :class:`DiodeOptionError` with the known names when neither fits."""
+    import torch
+
+    known = known_hardware()
+    if spec and spec.lower() in known:
+        return known[spec.lower()]
+    device = spec or default_device()
+    try:
+        torch.device(device)
+    except RuntimeError:
+        names = ", ".join(sorted(known)) or "none (install a hardware plugin such as diode-nvidia)"
+        raise DiodeOptionError(
+            f"unknown hardware {spec!r}: name a known device ({names}) or a torch device such as cuda:0"
+        ) from None
+    hardware = detect_hardware(device)
+    if hardware is None:
+        raise DiodeOptionError(f"no plugin can describe device {device!r}; name known hardware instead (e.g. h100)")
+    return hardware
+
+
+def default_device() -> str:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def scorer_entries() -> dict[str, ScorerEntry]:
-    """Every registered scorer by name; on a name clash the first registered (a plugin's) wins."""
+    """Every registered scorer by name, then models registered by path; on a name clash the
+    first registered (a plugin's) wins."""
 
     def compute() -> dict[str, ScorerEntry]:
         entries: dict[str, ScorerEntry] = {}
@@ -48,7 +98,24 @@ def scorer_entries() -> dict[str, ScorerEntry]:
             entries.setdefault(entry.name, entry)
         return entries
 
-    return _memoized(("scorers",), compute)
+    entries = dict(_memoized(("scorers",), compute))
+    with _lock:
+        for name, entry in _registered.items():
+            entries.setdefault(name, entry)
+    return entries
+
+
+def scorer_sources() -> dict[str, str]:
+    """Which plugin registered each scorer (name -> plugin name), for ``diode models``."""
+
+    def compute() -> dict[str, str]:
+        sources: dict[str, str] = {}
+        # pluggy calls implementations last-registered first; mirror it so the winner matches
+        for impl in reversed(plugins.get_plugin_manager().hook.diode_register_scorers.get_hookimpls()):
+            impl.function(register=lambda entry, plugin=impl.plugin_name: sources.setdefault(entry.name, plugin))
+        return sources
+
+    return _memoized(("scorer_sources",), compute)
 
 
 def feature_extractors() -> dict[str, FeatureExtractor]:
@@ -64,21 +131,123 @@ def feature_extractors() -> dict[str, FeatureExtractor]:
 
 
 def pick_entry(hardware: HardwareInfo, requested: str = "") -> ScorerEntry | None:
-    """The scorer entry to use: the one named by ``requested``, else the highest-priority entry
-    that applies to ``hardware``; None if none applies. An unknown name is a user error."""
-    entries = scorer_entries()
+    """The scorer entry to use, its scorer loaded (so a broken model file is known here).
+
+    - ``requested`` (``diode_model``), else the model :func:`register_model` chose: that
+      registered name or model path, whatever the hardware; an unknown name or a model that
+      cannot load raises :class:`DiodeOptionError` naming the file and the fix;
+    - otherwise the highest-priority entry that applies to ``hardware`` and loads; one that
+      fails to load is skipped, counted (``model_load_failures``) and logged once; None if none.
+    """
+    if not requested:
+        with _lock:
+            requested = _preferred[0] if _preferred else ""
     if requested:
-        if requested not in entries:
-            known = ", ".join(sorted(entries)) or "none"
-            raise DiodeOptionError(
-                f"diode_model={requested!r}: no such model. Registered models: {known} "
-                "(`diode models` lists them)"
-            )
+        entry = _named_entry(requested)
+        try:
+            load_scorer(entry)
+        except DiodeOptionError:
+            raise
+        except Exception as err:
+            raise DiodeOptionError(f"diode_model={requested!r} cannot be used: {err}") from err
+        return entry
+    applicable = [e for e in scorer_entries().values() if e.applies_to(hardware)]
+    for entry in sorted(applicable, key=lambda e: -e.priority):  # stable: ties keep registration order
+        if _load_error(entry) is None:
+            return entry
+    return None
+
+
+def _named_entry(requested: str) -> ScorerEntry:
+    """A registered name, else a path to a model file or folder."""
+    entries = scorer_entries()
+    if requested in entries:
         return entries[requested]
-    applicable = [e for e in entries.values() if e.applies_to(hardware)]
-    return max(applicable, key=lambda e: e.priority, default=None)
+    if _looks_like_path(requested):
+        from .model.checkpoint import ModelLoadError
+        from .model.entries import path_entry
+
+        try:
+            # memoized: resolve_context and the compile cache key ask for every GEMM
+            return _memoized(("path_entry", os.path.abspath(os.path.expanduser(requested))), lambda: path_entry(requested))
+        except ModelLoadError as err:
+            raise DiodeOptionError(f"diode_model={requested!r}: {err}") from err
+    known = ", ".join(sorted(entries)) or "none"
+    raise DiodeOptionError(
+        f"diode_model={requested!r}: no such model. Registered models: {known} "
+        "(`diode models` lists them), or give a path to a model file or folder"
+    )
+
+
+def _looks_like_path(text: str) -> bool:
+    return os.sep in text or "/" in text or text.endswith(".pt") or text.startswith(("~", "."))
+
+
+def _load_error(entry: ScorerEntry) -> Exception | None:
+    """The error loading ``entry`` raised, or None if it loads. Memoized like a success; the
+    first failure is counted (``model_load_failures``) and logged."""
+
+    def compute() -> Exception | None:
+        try:
+            load_scorer(entry)
+            return None
+        except Exception as err:  # any failure of a model picked automatically is a fallback
+            counters.record_counter("model_load_failures")
+            counters.warn_once(
+                f"load:{entry.name}",
+                "DIODE skips model %r, which applies to this hardware but cannot be used (%s); "
+                "the next model that applies is used instead",
+                entry.name, err,
+            )  # fmt: skip
+            return err
+
+    return _memoized(("load_error", entry.name), compute)
 
 
 def load_scorer(entry: ScorerEntry) -> GemmScorer:
     """Build the entry's scorer once per process (per plugin set)."""
     return _memoized(("scorer", entry.name), entry.load)
+
+
+def get_detected_hardware(device: str | None = None) -> HardwareInfo | None:
+    """The hardware DIODE sees on ``device`` (default ``cuda`` when available, else ``cpu``),
+    or None when no plugin can describe it."""
+    return detect_hardware(device or default_device())
+
+
+def list_available_models(hardware: HardwareInfo | str | None = None) -> list[str]:
+    """Names of the models DIODE can use (built-in, shipped, plugins', registered paths); with
+    ``hardware`` (a description, a known name such as ``"h100"`` or a device), only those meant
+    for it, the one picked automatically first."""
+    entries = scorer_entries()
+    if hardware is None:
+        return list(entries)
+    if isinstance(hardware, str):
+        hardware = resolve_hardware(hardware)
+    applicable = [e for e in entries.values() if e.applies_to(hardware)]
+    return [e.name for e in sorted(applicable, key=lambda e: -e.priority)]
+
+
+def register_model(name_or_path: str | os.PathLike[str] | None) -> str | None:
+    """Use this model whenever ``diode_model`` is not set, in this process and on any hardware:
+    a registered name (``list_available_models()``) or a path to a model file or folder. The
+    model is loaded now, so a bad file fails here. ``None`` returns to automatic selection.
+
+    :return: the name DIODE knows the model by (the absolute path for a path), or None.
+    :raises DiodeOptionError: unknown name, or a model that cannot be used.
+    """
+    if name_or_path is None:
+        with _lock:
+            _preferred.clear()
+        return None
+    entry = _named_entry(os.fspath(name_or_path))
+    try:
+        load_scorer(entry)
+    except Exception as err:
+        raise DiodeOptionError(f"register_model({os.fspath(name_or_path)!r}) cannot use it: {err}") from err
+    is_new = entry.name not in scorer_entries()
+    with _lock:
+        if is_new:
+            _registered[entry.name] = entry
+        _preferred[:] = [entry.name]
+    return entry.name

@@ -1,14 +1,17 @@
 """NVIDIA hardware for diode-backend: adds datasheet peak rates to the detected device, which
-the analytical scorer and the learned models' features use."""
+the analytical scorer and the learned models' features use, and describes known devices for
+offline use (``diode predict --hardware h100``)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from diode_backend import hookimpl
 from diode_backend.problem import HardwareInfo
 
 from .datasheets import peaks_for
+from .devices import known_devices
 
 
 @hookimpl(wrapper=True)
@@ -21,3 +24,9 @@ def diode_detect_hardware(device: str):
         return hardware
     tflops, bandwidth_gbps = peaks
     return dataclasses.replace(hardware, peak_tflops=dict(tflops), memory_bandwidth_gbps=bandwidth_gbps)
+
+
+@hookimpl
+def diode_known_hardware(register: Callable[[str, HardwareInfo], None]) -> None:
+    for name, hardware in known_devices():
+        register(name, hardware)

@@ -1,0 +1,108 @@
+"""``LearnedScorer``: a :class:`~diode_backend.scorer.GemmScorer` backed by a timing-model
+checkpoint. Times are microseconds."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import torch
+
+from .. import registry
+from ..features import FeatureExtractor
+from ..problem import GemmProblem, HardwareInfo, KernelConfig
+from ..scorer import Prediction
+from .calibration import calibrate, confidence_raw
+from .checkpoint import Checkpoint, ModelLoadError, load_checkpoint
+
+
+class LearnedScorer:
+    """Ranks all candidates of a problem in one batched forward pass of the ensemble.
+
+    ``times_us`` is ``exp(mean over members of the predicted log time)``; ``confidence`` is the
+    checkpoint's calibration applied to the members' agreement (see
+    :mod:`diode_backend.model.calibration`). Problems outside ``ops``/``dtypes`` (when given)
+    get no scores, so DIODE falls back for them.
+    """
+
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        extractor: FeatureExtractor,
+        name: str = "",
+        ops: Sequence[str] = (),
+        dtypes: Sequence[str] = (),
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.model = checkpoint.model
+        self.extractor = extractor
+        self.name = name or str(checkpoint.path)
+        self.identity = learned_identity(checkpoint.sha256)
+        self.ops = tuple(ops)
+        self.dtypes = tuple(dtypes)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        name: str = "",
+        expected_sha256: str = "",
+        ops: Sequence[str] = (),
+        dtypes: Sequence[str] = (),
+    ) -> LearnedScorer:
+        """Load a checkpoint and pair it with the registered feature extractor it was trained
+        with. Raises :class:`~diode_backend.model.checkpoint.ModelLoadError` naming the file
+        when the file, its checksum or its feature schema does not fit."""
+        checkpoint = load_checkpoint(path, expected_sha256)
+        return cls(checkpoint, feature_extractor_for(checkpoint), name=name, ops=ops, dtypes=dtypes)
+
+    def predict(
+        self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
+    ) -> Prediction:
+        if not configs:
+            return Prediction(times_us=(), confidence=None)
+        if (self.ops and problem.op not in self.ops) or (self.dtypes and problem.dtype not in self.dtypes):
+            return Prediction(times_us=(math.nan,) * len(configs), confidence=None)
+        features = self.extractor.extract(problem, configs, hardware)
+        with torch.inference_mode():
+            log_times = self.model(features)  # [E, n], log microseconds
+            times = log_times.mean(dim=0).exp()
+            raw = confidence_raw(log_times)
+        calibration = self.checkpoint.calibration
+        confidence = calibrate(calibration, raw) if calibration is not None else raw
+        return Prediction(times_us=tuple(times.tolist()), confidence=confidence)
+
+
+def learned_identity(sha256: str) -> str:
+    """The scorer identity of a checkpoint with this file checksum (known from a manifest
+    without loading the file)."""
+    return f"learned:{sha256}"
+
+
+def feature_extractor_for(checkpoint: Checkpoint) -> FeatureExtractor:
+    """The registered extractor for the checkpoint's schema, refusing another version or width."""
+    path, schema, version = checkpoint.path, checkpoint.feature_schema, checkpoint.feature_version
+    extractors = registry.feature_extractors()
+    extractor = extractors.get(schema)
+    if extractor is None:
+        known = ", ".join(f"{e.schema} v{e.version}" for e in extractors.values()) or "none"
+        raise ModelLoadError(
+            f"{path}: trained on feature schema {schema!r} v{version}, which no installed plugin "
+            f"provides (installed: {known}); install the plugin that provides it"
+        )
+    if extractor.version != version:
+        raise ModelLoadError(
+            f"{path}: trained on feature schema {schema!r} v{version}, this installation computes "
+            f"v{extractor.version}; use a model trained for v{extractor.version} (`diode train`) or the "
+            f"diode-backend version the model was made for"
+        )
+    expected = int(checkpoint.model.arch["num_features"])
+    if len(extractor.names) != expected:
+        raise ModelLoadError(
+            f"{path}: the model takes {expected} features but schema {schema!r} v{version} has "
+            f"{len(extractor.names)}; the file is inconsistent: retrain it"
+        )
+    return extractor
+

@@ -1,0 +1,134 @@
+"""The manifest that describes a shipped model, read without loading its weights.
+
+A model folder holds ``manifest.json`` and the checkpoint it names (``model.pt``)::
+
+    {"format": "diode-model-manifest", "format_version": 1,
+     "name": "nvidia-h100-gemm", "purpose": "gemm-runtime", "version": "1.0.0",
+     "description": "...", "hardware": ["H100"], "ops": ["mm", "addmm", "bmm", "baddbmm"],
+     "dtypes": ["float16", "bfloat16", "float32"],
+     "feature_schema": "gemm", "feature_version": 2,
+     "training_data_digest": "sha256:...", "metrics": {"top1_regret_geomean": 1.02, ...},
+     "file": "model.pt", "sha256": "...", "priority": 0}
+
+``hardware`` holds substrings of device names (as ``torch.cuda.get_device_properties().name``
+reports them), matched case-insensitively; an empty list means "only when chosen by name".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..problem import HardwareInfo
+from .checkpoint import ModelLoadError
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = "diode-model-manifest"
+MANIFEST_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ModelManifest:
+    """What a model is for and what it was trained on (see the module docstring)."""
+
+    name: str
+    purpose: str
+    version: str
+    hardware: tuple[str, ...]
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    feature_schema: str
+    feature_version: int
+    training_data_digest: str
+    sha256: str
+    file: str = "model.pt"
+    description: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    priority: int = 0
+
+    def applies_to(self, hardware: HardwareInfo) -> bool:
+        """Whether ``hardware``'s device name contains one of the manifest's hardware names."""
+        name = hardware.name.lower()
+        return any(pattern.lower() in name for pattern in self.hardware)
+
+    def covers(self, op: str, dtype: str) -> bool:
+        """Whether the model was trained for this op and input dtype."""
+        return op in self.ops and dtype in self.dtypes
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("hardware", "ops", "dtypes"):
+            data[key] = list(data[key])
+        return {"format": MANIFEST_FORMAT, "format_version": MANIFEST_FORMAT_VERSION, **data}
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | os.PathLike[str] = "manifest") -> ModelManifest:
+        """Validate parsed JSON; :class:`ModelLoadError` names ``source`` and what is wrong."""
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise ModelLoadError(f"{source}: not a diode model manifest (expected \"format\": \"{MANIFEST_FORMAT}\")")
+        if data.get("format_version") != MANIFEST_FORMAT_VERSION:
+            raise ModelLoadError(
+                f"{source}: manifest format_version {data.get('format_version')!r}, this diode-backend "
+                f"reads version {MANIFEST_FORMAT_VERSION}; upgrade diode-backend"
+            )
+        kwargs: dict[str, Any] = {}
+        for name, kind in _FIELD_TYPES.items():
+            if name not in data:
+                if name in _OPTIONAL:
+                    continue
+                raise ModelLoadError(f"{source}: manifest is missing {name!r}")
+            value = data[name]
+            if kind is tuple:
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise ModelLoadError(f"{source}: manifest field {name!r} must be a list of strings")
+                value = tuple(value)
+            elif not isinstance(value, kind) or isinstance(value, bool):
+                raise ModelLoadError(f"{source}: manifest field {name!r} must be a {kind.__name__}")
+            kwargs[name] = value
+        if "/" in kwargs["name"] or not kwargs["name"]:
+            raise ModelLoadError(f"{source}: manifest name {kwargs['name']!r} must be non-empty and contain no '/'")
+        return cls(**kwargs)
+
+
+_FIELD_TYPES: dict[str, type] = {
+    "name": str, "purpose": str, "version": str, "hardware": tuple, "ops": tuple, "dtypes": tuple,
+    "feature_schema": str, "feature_version": int, "training_data_digest": str, "sha256": str,
+    "file": str, "description": str, "metrics": dict, "priority": int,
+}  # fmt: skip
+_OPTIONAL = {"file", "description", "metrics", "priority"}
+
+
+def read_manifest(path: str | os.PathLike[str]) -> ModelManifest:
+    """The manifest of a model folder (or of a ``manifest.json`` path), weights untouched."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelLoadError(f"{path}: no model manifest here") from None
+    except (OSError, ValueError) as err:
+        raise ModelLoadError(f"{path}: unreadable manifest ({err})") from err
+    return ModelManifest.from_dict(data, path)
+
+
+def write_manifest(manifest: ModelManifest, folder: str | os.PathLike[str]) -> Path:
+    """Write ``folder/manifest.json`` atomically; returns its path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / MANIFEST_NAME
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{MANIFEST_NAME}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(manifest.to_dict(), file, indent=2, sort_keys=False)
+            file.write("\n")
+        os.chmod(temp, 0o644)  # mkstemp's 0o600 would hide a shipped manifest from other users
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
