@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import counters, registry
+from .. import cache, counters, registry
 from ..options import DiodeOptions, parse_backends
 from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, ScorerEntry
@@ -110,7 +110,9 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
         aten = [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")]
         return aten[:1] or ktcs
     configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
-    ranking = rank_candidates(context.scorer, context.problem, configs, context.hardware)
+    ranking = cache.cached_rank(
+        context.scorer, context.problem, configs, context.hardware, context.options.diode_cache_predictions
+    )
     selection = select_candidates(ranking, context.options)
     group = next(_group_ids)
     kept = []

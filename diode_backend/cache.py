@@ -1,0 +1,427 @@
+"""The on-disk prediction cache (``diode_cache_predictions``): a GEMM that was ranked once costs a
+later process a file read, not an inference.
+
+Where: ``$DIODE_CACHE_DIR`` if set, else ``platformdirs.user_cache_dir("diode-backend")``, then a
+schema folder ``predictions-v1``; one msgpack file per ranking, ``<2 hex>/<64 hex>.msgpack``.
+
+Guarantees (see ``docs/cache.md``):
+
+- The key hashes everything that can change a ranking: the hardware description, the scorer's
+  name and identity, the diode-backend and torch versions, the problem (op, sizes, dtypes,
+  layouts, bias, TF32) and the ordered candidate list.
+- Writes go to a temporary file in the entry's folder, then ``os.replace``: a reader sees a whole
+  entry or none. Concurrent writers of one key write the same bytes; the last rename wins.
+- An unreadable, truncated, foreign or wrong-version entry is a miss, and the ranking computed
+  after it overwrites it.
+- The cache is bounded (entries and bytes, soft limits checked on a sample of writes); the
+  least recently used entries go first (a hit refreshes its file's mtime).
+- Folders are created ``0o700`` and files ``0o600``: only their owner can read them.
+- :func:`cached_rank` never lets a cache failure fail a compile: it logs once, counts
+  ``prediction_cache_errors`` and ranks without the cache.
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+import hashlib
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from . import __version__, counters
+from .problem import GemmProblem, HardwareInfo, KernelConfig
+from .scorer import GemmScorer
+from .select import Ranking, rank_candidates
+
+APP_NAME = "diode-backend"
+#: Bump when the entry layout or the key recipe changes; old folders are then simply ignored.
+SCHEMA_VERSION = 1
+ENTRY_TAG = "diode-ranking"
+CACHE_DIR_ENV = "DIODE_CACHE_DIR"
+MAX_ENTRIES_ENV = "DIODE_CACHE_MAX_ENTRIES"
+MAX_BYTES_ENV = "DIODE_CACHE_MAX_BYTES"
+DEFAULT_MAX_ENTRIES = 20_000
+DEFAULT_MAX_BYTES = 256 * 2**20
+#: Writes between eviction checks, on average (each write checks with probability 1/this).
+EVICTION_SAMPLE = 64
+_SUFFIX = ".msgpack"
+_TEMP_PREFIX = ".tmp-"
+_STALE_TEMP_S = 3600.0  # a temporary file this old belongs to a writer that died
+_CONFIG_FIELDS = attrgetter(
+    "kind", "template", "block_m", "block_n", "block_k", "num_stages", "num_warps", "group_m"
+)
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What ``diode cache info`` prints: the folder, its entries and their total size in bytes."""
+
+    directory: Path
+    entries: int
+    bytes: int
+    max_entries: int
+    max_bytes: int
+
+
+class PredictionCache:
+    """Rankings on disk under ``directory`` (created on the first write)."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        eviction_sample: int = EVICTION_SAMPLE,
+    ) -> None:
+        self.directory = Path(directory)
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.eviction_sample = max(1, eviction_sample)
+        self._ready: set[Path] = set()  # folders known to exist, to skip a syscall per write
+
+    def path_of(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}{_SUFFIX}"
+
+    def get(self, key: str, candidates: int) -> Ranking | None:
+        """The ranking stored for ``key``, or None (absent, unreadable, or not a ranking of
+        ``candidates`` candidates). A hit refreshes the entry's mtime for eviction."""
+        path = self.path_of(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        ranking = decode_entry(data, key, candidates)
+        if ranking is None:
+            counters.record_counter("prediction_cache_corrupt")
+            return None
+        try:
+            os.utime(path)
+        except OSError:  # evicted or cleared meanwhile: the hit stands
+            pass
+        return ranking
+
+    def put(self, key: str, ranking: Ranking) -> None:
+        """Store ``ranking`` under ``key`` atomically; sometimes enforce the size limits."""
+        data = encode_entry(key, ranking)
+        try:
+            self._write(key, data)
+        except FileNotFoundError:  # the folder was removed (``diode cache clear``) since we saw it
+            self._ready.clear()
+            self._write(key, data)
+        if random.random() * self.eviction_sample < 1.0:
+            self.evict()
+
+    def _write(self, key: str, data: bytes) -> None:
+        final = self.path_of(key)
+        folder = final.parent
+        if folder not in self._ready:
+            # the app folder too: a fresh user cache folder is private from the start
+            for path in (self.directory.parent, self.directory, folder):
+                _make_private_dir(path)
+            self._ready.add(folder)
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=_TEMP_PREFIX)  # mode 0o600
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+            os.replace(temp, final)
+        except BaseException:
+            _unlink_quietly(temp)
+            raise
+
+    def evict(self) -> int:
+        """Delete least recently used entries until both limits hold with 10% to spare (so the
+        next writes do not evict again at once), and temporary files left by dead writers.
+        Returns the number of entries deleted."""
+        entries, _ = self._scan(remove_stale_temps=True)
+        count, size = len(entries), sum(e[1] for e in entries)
+        if count <= self.max_entries and size <= self.max_bytes:
+            return 0
+        target_count, target_size = int(self.max_entries * 0.9), int(self.max_bytes * 0.9)
+        removed = 0
+        for _, entry_size, path in sorted(entries):
+            if count <= target_count and size <= target_size:
+                break
+            if _unlink_quietly(path):
+                removed += 1
+            count -= 1
+            size -= entry_size
+        return removed
+
+    def info(self) -> CacheInfo:
+        entries, _ = self._scan()
+        return CacheInfo(self.directory, len(entries), sum(e[1] for e in entries), self.max_entries, self.max_bytes)
+
+    def clear(self) -> int:
+        """Delete every entry (and temporary file); returns the number of entries deleted."""
+        entries, temps = self._scan()
+        removed = sum(_unlink_quietly(path) for _, _, path in entries)
+        for path in temps:
+            _unlink_quietly(path)
+        return removed
+
+    def _scan(self, remove_stale_temps: bool = False) -> tuple[list[tuple[float, int, Path]], list[Path]]:
+        """(mtime, size, path) of every entry, and the temporary files; races with other
+        processes (files vanishing mid-scan) are expected and skipped."""
+        entries: list[tuple[float, int, Path]] = []
+        temps: list[Path] = []
+        now = time.time()
+        try:
+            shards = [d for d in os.scandir(self.directory) if d.is_dir(follow_symlinks=False)]
+        except FileNotFoundError:
+            return entries, temps
+        for shard in shards:
+            try:
+                files = list(os.scandir(shard.path))
+            except FileNotFoundError:
+                continue
+            for item in files:
+                try:
+                    stat = item.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if item.name.startswith(_TEMP_PREFIX):
+                    temps.append(Path(item.path))
+                    if remove_stale_temps and now - stat.st_mtime > _STALE_TEMP_S:
+                        _unlink_quietly(item.path)
+                elif item.name.endswith(_SUFFIX):
+                    entries.append((stat.st_mtime, stat.st_size, Path(item.path)))
+        return entries, temps
+
+
+def encode_entry(key: str, ranking: Ranking) -> bytes:
+    """The bytes of one entry: a msgpack map tagged with :data:`ENTRY_TAG` and the version, the
+    index and time columns as little-endian arrays (decoding 2,000 of them then costs
+    microseconds, where msgpack lists cost a tenth of a millisecond)."""
+    return msgpack.packb(
+        {
+            "tag": ENTRY_TAG,
+            "version": SCHEMA_VERSION,
+            "key": key,
+            "candidates": len(ranking.times_us),
+            "order": _pack("q", ranking.order),
+            "unscored": _pack("q", ranking.unscored),
+            "times_us": _pack("d", ranking.times_us),
+            "confidence": ranking.confidence,
+        },
+        use_bin_type=True,
+    )
+
+
+def decode_entry(data: bytes, key: str, candidates: int) -> Ranking | None:
+    """The ranking in ``data`` if it is a whole, current-version entry for ``key`` ranking
+    ``candidates`` candidates; None otherwise (never raises on bad bytes)."""
+    try:
+        entry = msgpack.unpackb(data, raw=False)
+        if not isinstance(entry, dict) or entry.get("tag") != ENTRY_TAG:
+            return None
+        if entry.get("version") != SCHEMA_VERSION or entry.get("key") != key:
+            return None
+        if entry.get("candidates") != candidates:
+            return None
+        order = _unpack("q", entry["order"])
+        unscored = _unpack("q", entry["unscored"])
+        times = _unpack("d", entry["times_us"])
+        confidence = entry.get("confidence")
+    except Exception:  # truncated or garbage: msgpack and array raise several types
+        return None
+    order, unscored = tuple(order), tuple(unscored)
+    indices = set(order)
+    indices.update(unscored)
+    # order + unscored must be a permutation of the candidates, else the entry is damaged
+    if len(times) != candidates or len(order) + len(unscored) != candidates:
+        return None
+    if indices != _all_indices(candidates):
+        return None
+    if confidence is not None and not (isinstance(confidence, float) and 0.0 <= confidence <= 1.0):
+        return None
+    return Ranking(order, unscored, tuple(times), confidence)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_indices(candidates: int) -> frozenset[int]:
+    return frozenset(range(candidates))
+
+
+def _pack(typecode: str, values: Sequence[float]) -> bytes:
+    column = array.array(typecode, values)
+    if sys.byteorder == "big":
+        column.byteswap()
+    return column.tobytes()
+
+
+def _unpack(typecode: str, data: bytes) -> array.array:
+    if not isinstance(data, bytes):
+        raise TypeError("not a packed column")
+    column = array.array(typecode)
+    column.frombytes(data)  # raises on a length that is not a whole number of items
+    if sys.byteorder == "big":
+        column.byteswap()
+    return column
+
+
+def prediction_key(
+    scorer: GemmScorer, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
+) -> str:
+    """The entry key (sha256 hex) of ranking ``configs`` (in this order) for ``problem``."""
+    import torch
+
+    candidates = hashlib.sha256(
+        msgpack.packb([_CONFIG_FIELDS(c) for c in configs], use_bin_type=True)
+    ).digest()
+    payload = [
+        SCHEMA_VERSION,
+        _canonical(hardware.to_dict()),
+        scorer.name,
+        scorer.identity,
+        __version__,
+        torch.__version__,
+        _canonical(problem.to_dict()),
+        candidates,
+    ]
+    return hashlib.sha256(msgpack.packb(payload, use_bin_type=True)).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    """Dicts as key-sorted pairs, so that equal data hashes equally whatever its insertion order."""
+    if isinstance(value, dict):
+        return [[k, _canonical(value[k])] for k in sorted(value)]
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def cache_directory() -> Path:
+    """The folder entries live in: ``$DIODE_CACHE_DIR`` (or the user cache folder) plus the
+    schema folder."""
+    root = os.environ.get(CACHE_DIR_ENV)
+    base = Path(root).expanduser() if root else _user_cache_dir()
+    return base / f"predictions-v{SCHEMA_VERSION}"
+
+
+@functools.cache
+def _user_cache_dir() -> Path:
+    import platformdirs  # only when the cache is used: keeps `import torch` cheap
+
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+_caches: dict[Path, PredictionCache] = {}
+_caches_lock = threading.Lock()
+
+
+def default_cache() -> PredictionCache:
+    """The process's cache for the current :func:`cache_directory` (limits from
+    ``DIODE_CACHE_MAX_ENTRIES`` / ``DIODE_CACHE_MAX_BYTES``)."""
+    directory = cache_directory()
+    with _caches_lock:
+        cache = _caches.get(directory)
+        if cache is None:
+            cache = _caches[directory] = PredictionCache(
+                directory,
+                max_entries=_env_int(MAX_ENTRIES_ENV, DEFAULT_MAX_ENTRIES),
+                max_bytes=_env_int(MAX_BYTES_ENV, DEFAULT_MAX_BYTES),
+            )
+        return cache
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        value = int(raw)
+    except ValueError:
+        if raw:
+            counters.warn_once(name, "%s=%r is not a whole number; using %d", name, raw, default)
+        return default
+    return value if value > 0 else default
+
+
+def cached_rank(
+    scorer: GemmScorer,
+    problem: GemmProblem,
+    configs: Sequence[KernelConfig],
+    hardware: HardwareInfo,
+    enabled: bool,
+) -> Ranking:
+    """:func:`~diode_backend.select.rank_candidates` through the on-disk cache when ``enabled``.
+
+    Counts ``prediction_cache_hits``/``_misses`` and the microseconds each took
+    (``prediction_cache_hit_us``/``_miss_us``, a miss including the inference). A failing cache
+    is counted (``prediction_cache_errors``), logged once and bypassed; the scorer's own errors
+    propagate as without the cache.
+    """
+    if not enabled:
+        return rank_candidates(scorer, problem, configs, hardware)
+    start = time.perf_counter()
+    cache = key = ranking = None
+    try:
+        cache = default_cache()
+        key = prediction_key(scorer, problem, configs, hardware)
+        ranking = cache.get(key, len(configs))
+    except Exception as err:
+        _cache_failed("read", err)
+    if ranking is not None:
+        counters.record_counter("prediction_cache_hits")
+        counters.record_counter("prediction_cache_hit_us", _elapsed_us(start))
+        return ranking
+    ranking = rank_candidates(scorer, problem, configs, hardware)
+    if cache is not None and key is not None:
+        try:
+            cache.put(key, ranking)
+        except Exception as err:
+            _cache_failed("write", err)
+    counters.record_counter("prediction_cache_misses")
+    counters.record_counter("prediction_cache_miss_us", _elapsed_us(start))
+    return ranking
+
+
+def _elapsed_us(start: float) -> int:
+    return round((time.perf_counter() - start) * 1e6)
+
+
+def _cache_failed(action: str, error: BaseException) -> None:
+    counters.record_counter("prediction_cache_errors")
+    try:
+        where = str(cache_directory())
+    except Exception:  # the error may be that the folder cannot be determined
+        where = "its folder"
+    counters.warn_once(
+        "prediction_cache",  # one warning per process: the counter tells how often
+        "DIODE could not %s its prediction cache in %s (%s: %s); ranking without it "
+        "(logged once, counted as prediction_cache_errors in diode_backend.stats())",
+        action,
+        where,
+        type(error).__name__,
+        error,
+    )
+
+
+def _make_private_dir(path: Path) -> None:
+    """Create ``path`` (and missing parents) readable by its owner only; an existing folder is
+    left as it is."""
+    if path.is_dir():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return
+    os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+
+
+def _unlink_quietly(path: str | os.PathLike[str]) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
