@@ -44,8 +44,9 @@ def calibrate(calibration: Mapping[str, Sequence[float]], raw: float) -> float:
 def fit_calibration(raw: Sequence[float], hits: Sequence[bool], members: int) -> dict[str, list[float]]:
     """Fit values at the raw levels ``0, 1/E, ..., 1`` from held-out ``(raw, hit)`` pairs.
 
-    Each level's value is its observed hit rate shrunk towards the overall rate by one pseudo
-    observation (few held-out problems sit at low agreement), then made non-decreasing by
+    Each level's value is its observed hit rate shrunk towards the overall rate (itself shrunk
+    by half a pseudo observation each way, so no level claims certainty from finite data) by one
+    pseudo observation (few held-out problems sit at low agreement), then made non-decreasing by
     pool-adjacent-violators (more agreement never means less confidence). Levels no problem
     reached are interpolated from their neighbours.
     """
@@ -58,7 +59,7 @@ def fit_calibration(raw: Sequence[float], hits: Sequence[bool], members: int) ->
         level = round(value * members)
         counts[level] += 1
         successes[level] += int(hit)
-    overall = sum(successes) / sum(counts)
+    overall = (sum(successes) + 0.5) / (sum(counts) + 1)
     present = [k for k in range(len(levels)) if counts[k]]
     rates = [(successes[k] + overall) / (counts[k] + 1) for k in present]
     fitted = {

@@ -27,7 +27,9 @@ class TimingModel(nn.Module):
     batch per member.
 
     :param arch: ``{"num_features": F, "hidden": H, "layers": L, "ensemble": E}`` and optionally
-        ``"activation"``: ``"silu"`` (default) or ``"relu"``.
+        ``"activation"``: ``"silu"`` (default) or ``"relu"``; ``"base_feature"``: the index of a
+        feature holding a prior estimate in log2 microseconds (0 where there is none), which the
+        members then correct rather than replace (default -1: none).
     """
 
     def __init__(self, arch: dict[str, Any]) -> None:
@@ -39,6 +41,7 @@ class TimingModel(nn.Module):
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation {activation!r}: expected one of {', '.join(_ACTIVATIONS)}")
         self.activation = _ACTIVATIONS[activation]
+        self.base_feature = int(arch.get("base_feature", -1))
         self.register_buffer("mean", torch.zeros(features))
         self.register_buffer("std", torch.ones(features))
         self.register_buffer("target_mean", torch.zeros(()))
@@ -63,6 +66,12 @@ class TimingModel(nn.Module):
     def ensemble(self) -> int:
         return self.weights[0].shape[0]
 
+    def base(self, features: torch.Tensor) -> torch.Tensor:
+        """The prior estimate in natural-log microseconds per row (zeros without one)."""
+        if self.base_feature < 0:
+            return features.new_zeros(features.shape[:-1])
+        return features[..., self.base_feature] * math.log(2.0)
+
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         x = (features - self.mean) / self.std
         if x.dim() == 2:
@@ -72,4 +81,4 @@ class TimingModel(nn.Module):
             x = torch.baddbmm(bias, x, weight)
             if index < last:
                 x = self.activation(x)
-        return x.squeeze(-1) * self.target_std + self.target_mean
+        return x.squeeze(-1) * self.target_std + self.target_mean + self.base(features)

@@ -1,0 +1,144 @@
+"""Training a timing model: real (tiny) training runs on synthetic timings."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+
+import pytest
+import torch
+from synthetic_timings import H100, PENALTY, SPACE, synthetic_problems
+
+from diode_backend import registry
+from diode_backend.model.checkpoint import ModelLoadError
+from diode_backend.model.learned import LearnedScorer
+from diode_backend.model.network import TimingModel
+from diode_backend.model.train import TrainOptions, ranking_loss, split_problems, train
+
+FAST = TrainOptions(hidden=16, ensemble=3, max_epochs=4, steps_per_epoch=15, problems_per_step=8, candidates=8, patience=10)
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return synthetic_problems(30)
+
+
+def run(problems, path, options=FAST, **kwargs):
+    return train(problems, H100, registry.feature_extractors()["gemm"], path, options, progress=None, **kwargs)
+
+
+def test_network_runs_every_member_on_shared_or_own_rows():
+    model = TimingModel({"num_features": 5, "hidden": 8, "layers": 2, "ensemble": 3})
+    rows = torch.randn(7, 5)
+    shared = model(rows)
+    assert shared.shape == (3, 7)
+    assert torch.allclose(model(rows.expand(3, 7, 5)), shared)
+    with pytest.raises(ValueError, match="activation"):
+        TimingModel({"num_features": 5, "hidden": 8, "layers": 2, "ensemble": 3, "activation": "tanh"})
+
+
+def test_ranking_loss_is_zero_only_for_a_perfect_prediction():
+    target = torch.log(torch.tensor([[10.0, 11.0, 20.0]]))
+    options = TrainOptions()
+    assert float(ranking_loss(target, target, torch.tensor(1.0), options)) == pytest.approx(0.0, abs=1e-6)
+    swapped = target[:, [1, 0, 2]]  # same spread of times, first two candidates swapped
+    assert float(ranking_loss(swapped, target, torch.tensor(1.0), options)) > 0.01
+
+
+def test_split_is_by_problem_seeded_and_complete():
+    train_ids, stop_ids, calibration_ids = split_problems(50, 0.2, seed=3)
+    assert (len(train_ids), len(stop_ids), len(calibration_ids)) == (40, 5, 5)
+    assert sorted(train_ids + stop_ids + calibration_ids) == list(range(50))
+    assert split_problems(50, 0.2, seed=3) == (train_ids, stop_ids, calibration_ids)
+    assert split_problems(50, 0.2, seed=4) != (train_ids, stop_ids, calibration_ids)
+
+
+def test_training_writes_a_checkpoint_the_scorer_loads(problems, tmp_path):
+    result = run(problems, tmp_path / "model.pt")
+    assert (result.train_problems, result.stopping_problems, result.calibration_problems) == (24, 3, 3)
+    assert not (tmp_path / "model.pt.state").exists()  # finished: nothing to resume
+    saved = torch.load(tmp_path / "model.pt", weights_only=True)
+    assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 2)
+    assert saved["calibration"]["edges"] == [0.0, 1 / 3, 2 / 3, 1.0]
+    assert len(saved["training"]["history"]) == result.epochs == 4
+    scorer = LearnedScorer.load(tmp_path / "model.pt")
+    prediction = scorer.predict(problems[0].problem, SPACE, H100)
+    assert len(prediction.times_us) == len(SPACE) and all(t > 0 for t in prediction.times_us)
+    assert 0.0 < prediction.confidence < 1.0
+
+
+def test_the_model_learns_what_the_analytical_scorer_misses(tmp_path):
+    options = dataclasses.replace(FAST, max_epochs=30, steps_per_epoch=25, patience=30)
+    run(synthetic_problems(40), tmp_path / "model.pt", options)
+    scorer = LearnedScorer.load(tmp_path / "model.pt")
+    # On unseen problems, each 8-warp config must be predicted about PENALTY times slower than
+    # its 4-warp twin (the analytical scorer rates the twins nearly alike).
+    ratios = []
+    for item in synthetic_problems(10, "validation"):
+        times = scorer.predict(item.problem, SPACE, H100).times_us
+        for i, config in enumerate(SPACE):
+            if config.num_warps == 8:
+                twin = SPACE.index(dataclasses.replace(config, num_warps=4))
+                ratios.append(math.log(times[i] / times[twin]))
+    assert math.exp(sum(ratios) / len(ratios)) == pytest.approx(PENALTY, rel=0.1)
+
+
+def test_same_seed_same_weights_other_seed_other_weights(problems, tmp_path):
+    run(problems, tmp_path / "a.pt")
+    run(problems, tmp_path / "b.pt")
+    run(problems, tmp_path / "c.pt", dataclasses.replace(FAST, seed=1))
+    a, b, c = (torch.load(tmp_path / f"{name}.pt", weights_only=True)["state_dict"] for name in "abc")
+    assert all(torch.equal(a[key], b[key]) for key in a)
+    assert not all(torch.equal(a[key], c[key]) for key in a)
+
+
+class _InterruptAt(io.StringIO):
+    """A progress stream that interrupts training as it reports epoch ``epoch``."""
+
+    def __init__(self, epoch: int) -> None:
+        super().__init__()
+        self.marker = f"epoch {epoch}:"
+
+    def write(self, text: str) -> int:
+        if self.marker in text:
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_resume_continues_to_the_result_of_an_uninterrupted_run(problems, tmp_path):
+    extractor = registry.feature_extractors()["gemm"]
+    run(problems, tmp_path / "whole.pt")
+    with pytest.raises(KeyboardInterrupt):
+        train(problems, H100, extractor, tmp_path / "cut.pt", FAST, progress=_InterruptAt(3))
+    assert (tmp_path / "cut.pt.state").exists() and not (tmp_path / "cut.pt").exists()
+    result = run(problems, tmp_path / "cut.pt", resume=True)
+    assert result.epochs == 4
+    whole = torch.load(tmp_path / "whole.pt", weights_only=True)
+    resumed = torch.load(tmp_path / "cut.pt", weights_only=True)
+    assert all(torch.equal(whole["state_dict"][key], resumed["state_dict"][key]) for key in whole["state_dict"])
+    assert whole["training"]["history"] == resumed["training"]["history"]
+
+
+def test_resume_refuses_a_state_from_other_options_or_data(problems, tmp_path):
+    extractor = registry.feature_extractors()["gemm"]
+    with pytest.raises(KeyboardInterrupt):
+        train(problems, H100, extractor, tmp_path / "model.pt", FAST, progress=_InterruptAt(2))
+    with pytest.raises(ValueError, match="learning_rate"):
+        run(problems, tmp_path / "model.pt", dataclasses.replace(FAST, learning_rate=0.1), resume=True)
+    with pytest.raises(ValueError, match="other data"):
+        run(problems[:-1], tmp_path / "model.pt", resume=True)
+
+
+def test_a_checkpoint_of_another_feature_version_is_refused(problems, tmp_path):
+    run(problems, tmp_path / "model.pt")
+    saved = torch.load(tmp_path / "model.pt", weights_only=True)
+    saved["feature_version"] = 1
+    torch.save(saved, tmp_path / "old.pt")
+    with pytest.raises(ModelLoadError, match="v1"):
+        LearnedScorer.load(tmp_path / "old.pt")
+
+
+def test_too_few_problems_is_a_clear_error(problems, tmp_path):
+    with pytest.raises(ValueError, match="at least 3 problems"):
+        run(problems[:2], tmp_path / "model.pt")
