@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from diode_backend import registry
-from diode_backend.model.checkpoint import FORMAT, FORMAT_VERSION, file_sha256
+from diode_backend.model.checkpoint import checkpoint_data, file_sha256
 from diode_backend.model.manifest import ModelManifest, write_manifest
 from diode_backend.model.network import TimingModel
 
@@ -19,17 +19,9 @@ def write_checkpoint(path: Path, seed: int = 0, ensemble: int = 5, calibration: 
     extractor = registry.feature_extractors()["gemm"]
     torch.manual_seed(seed)
     arch = {"num_features": len(extractor.names), "hidden": 16, "layers": 2, "ensemble": ensemble}
-    model = TimingModel(arch)
-    data = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "arch": arch,
-        "state_dict": model.state_dict(),
-        "feature_schema": extractor.schema,
-        "feature_version": extractor.version,
-    }
-    if calibration is not None:
-        data["calibration"] = calibration
+    data = checkpoint_data(
+        TimingModel(arch), feature_schema=extractor.schema, feature_version=extractor.version, calibration=calibration
+    )
     data.update(overrides)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(data, path)

@@ -59,6 +59,27 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def checkpoint_data(
+    model: TimingModel,
+    *,
+    feature_schema: str,
+    feature_version: int,
+    calibration: dict[str, list[float]] | None = None,
+) -> dict[str, Any]:
+    """The dict a model file holds (``torch.save`` it; add keys such as training records)."""
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "arch": dict(model.arch),
+        "state_dict": model.state_dict(),
+        "feature_schema": feature_schema,
+        "feature_version": int(feature_version),
+    }
+    if calibration is not None:
+        data["calibration"] = calibration
+    return data
+
+
 def load_checkpoint(path: str | os.PathLike[str], expected_sha256: str = "") -> Checkpoint:
     """Read and validate a checkpoint, refusing anything but plain data (``weights_only``).
 
