@@ -8,7 +8,7 @@ import importlib
 import sys
 
 #: Subcommand modules, in help order.
-COMMANDS = ("status",)
+COMMANDS = ("status", "collect", "dataset")
 
 
 class CommandError(Exception):

@@ -1,0 +1,7 @@
+"""``python -m diode_backend ...``: the ``diode`` command where its script is not installed."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

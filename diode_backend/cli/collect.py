@@ -1,0 +1,190 @@
+"""``diode collect``: make problem lists, time them on the GPU, record Inductor's own timings,
+and check that the sweep agrees with Inductor. See docs/collect.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import sys
+from pathlib import Path
+
+from . import CommandError
+
+GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "collect",
+        help="collect GEMM timings: problem lists, GPU sweep, Inductor feedback, fidelity",
+        description="Collect the timings DIODE learns from. `shapes` writes a problem list, "
+        "`sweep` times problem lists on the GPU into a dataset directory (resumable), `feedback` "
+        "records what Inductor measures while a script compiles with max-autotune, `fidelity` "
+        "compares the sweep with Inductor's own max-autotune timings.",
+    )
+    sub = parser.add_subparsers(dest="collect_command", metavar="MODE", required=True)
+
+    shapes = sub.add_parser("shapes", help="write a JSON problem list from generators or a model")
+    source = shapes.add_mutually_exclusive_group(required=True)
+    source.add_argument("--generator", metavar="NAME[:COUNT]", help=f"one of {', '.join(GENERATORS)}")
+    source.add_argument(
+        "--model",
+        metavar="FILE.py:FUNCTION",
+        help="trace the GEMMs of FUNCTION() in FILE.py (it runs the model; meta tensors work)",
+    )
+    shapes.add_argument("--op", default="mm", choices=["mm", "addmm", "bmm", "baddbmm"])
+    shapes.add_argument("--dtype", default="bfloat16", choices=["float16", "bfloat16", "float32"])
+    shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only)")
+    shapes.add_argument("--layout", default="row/row", choices=["row/row", "row/col", "col/row", "col/col"])
+    shapes.add_argument("--bias", default="row", choices=["none", "row", "full"], help="for addmm, baddbmm")
+    shapes.add_argument("--batch", type=int, default=8, help="for bmm, baddbmm")
+    shapes.add_argument("--seed", type=int, default=0)
+    shapes.add_argument("-o", "--output", required=True, help="JSON file to write")
+    shapes.set_defaults(run=run_shapes)
+
+    sweep = sub.add_parser("sweep", help="time problem lists on the GPU into a dataset directory")
+    sweep.add_argument("problems", nargs="*", help="JSON problem lists (from `diode collect shapes`)")
+    sweep.add_argument("-o", "--output", required=True, help="dataset directory (created; resumed)")
+    sweep.add_argument("--split", default="train", choices=["train", "validation"], help="split of PROBLEMS")
+    sweep.add_argument(
+        "--space",
+        default="sample/4",
+        choices=["exhaustive", "sample/4"],
+        help="for PROBLEMS: Inductor's whole EXHAUSTIVE space per shape, or its stratified "
+        "quarter (ATen always)",
+    )
+    sweep.add_argument(
+        "--validation",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="problem lists timed first, as validation problems on the exhaustive space",
+    )
+    sweep.add_argument("--devices", help="GPU indices, e.g. 0,1 (default: all visible GPUs)")
+    sweep.add_argument("--max-seconds", type=float, help="stop taking problems after this long")
+    sweep.add_argument("--retime-every", type=int, default=20, help="re-time every n-th problem (noise floor)")
+    sweep.add_argument("--report", help="write the run's figures as JSON here")
+    sweep.add_argument("--dry-run", action="store_true", help="print the plan's size and stop")
+    sweep.set_defaults(run=run_sweep)
+
+    feedback = sub.add_parser("feedback", help="record Inductor's timings while a script runs")
+    feedback.add_argument("-o", "--output", required=True, help="dataset directory")
+    feedback.add_argument("--split", default="train", choices=["train", "validation"])
+    feedback.add_argument("--device", default=None, help="the device the script compiles for (default: cuda if available)")
+    feedback.add_argument("script", help="Python script to run (it calls torch.compile with max-autotune)")
+    feedback.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    feedback.set_defaults(run=run_feedback)
+
+    fidelity = sub.add_parser("fidelity", help="compare the sweep with Inductor's max-autotune")
+    fidelity.add_argument("problems", nargs="+", help="JSON problem lists")
+    fidelity.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"])
+    fidelity.add_argument("-o", "--output", required=True, help="JSON report to write")
+    fidelity.set_defaults(run=run_fidelity)
+
+
+def run_shapes(args: argparse.Namespace) -> int:
+    from ..collect import shapes
+
+    if args.model:
+        file, _, function = args.model.rpartition(":")
+        if not file or not function:
+            raise CommandError("--model takes FILE.py:FUNCTION")
+        run = runpy.run_path(file)[function]
+        named = shapes.from_model(Path(file).stem, run)
+    else:
+        name, _, count = args.generator.partition(":")
+        if name not in GENERATORS:
+            raise CommandError(f"unknown generator {name!r}; choose from {', '.join(GENERATORS)}")
+        if name == "llm":
+            sizes = shapes.llm()
+        else:
+            make = {"lognormal": shapes.lognormal, "odd": shapes.odd, "decode": shapes.decode, "tall-skinny": shapes.tall_skinny}[name]
+            sizes = make(int(count or 100), seed=args.seed)
+        a_layout, b_layout = args.layout.split("/")
+        named = shapes.expand(
+            name, sizes, op=args.op, dtype=args.dtype, a_layout=a_layout, b_layout=b_layout,
+            bias=args.bias, allow_tf32=args.tf32, batch=args.batch,
+        )  # fmt: skip
+    shapes.to_json(named, args.output, Path(args.output).stem)
+    print(f"{len(named)} problems -> {args.output}")
+    return 0
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    from ..collect import plan, shapes
+    from ..collect.environment import environment, hardware_of
+    from ..collect.sweep import run_sweep as sweep
+    from ..dataset import DatasetMeta
+
+    import torch
+
+    from ..collect.timing import TimingMethod
+
+    if not args.problems and not args.validation:
+        raise CommandError("name problem lists to time")
+    if not torch.cuda.is_available():
+        raise CommandError("the sweep needs a CUDA GPU")
+    devices = [int(d) for d in args.devices.split(",")] if args.devices else list(range(torch.cuda.device_count()))
+    hardware = hardware_of(f"cuda:{devices[0]}")
+    validation = [item for path in args.validation for item in shapes.from_json(path)]
+    named = [item for path in args.problems for item in shapes.from_json(path)]
+    planned = plan.plan(validation, hardware, split="validation", space="exhaustive")
+    held = {p.problem for p in planned}  # a problem is never in both splits
+    planned += plan.plan([(g, p) for g, p in named if p not in held], hardware, split=args.split, space=args.space)
+    pairs = sum(len(p.configs) for p in planned)
+    print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name} x{len(devices)}", file=sys.stderr)
+    if args.dry_run:
+        return 0
+    method = TimingMethod()
+    meta = DatasetMeta(hardware, environment(devices[0], timing=method.describe(), devices=devices))
+    report = sweep(planned, args.output, meta, devices=devices, method=method, max_seconds=args.max_seconds, retime_every=args.retime_every)
+    summary = {"environment": meta.environment, "hardware": hardware.to_dict(), **report.summary()}
+    if args.report:
+        Path(args.report).write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(report.summary(), indent=1))
+    return 0
+
+
+def run_feedback(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..collect.environment import environment, hardware_of
+    from ..dataset import DatasetMeta, ShardWriter
+    from ..inductor.feedback import record_inductor_timings
+
+    device = args.device or ("cuda:0" if torch.cuda.is_available() else "cpu")
+    hardware = hardware_of(device)
+    meta = DatasetMeta(hardware, environment(torch.device(device).index, script=args.script))
+    saved_argv = sys.argv
+    sys.argv = [args.script, *args.args]
+    try:
+        with record_inductor_timings(split=args.split) as record:
+            runpy.run_path(args.script, run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+        with ShardWriter(args.output, meta, tag="feedback") as writer:
+            for item in record.problems:
+                writer.add(item)
+    print(f"{len(record.problems)} GEMMs recorded -> {args.output}; {len(record.skipped)} not described", file=sys.stderr)
+    for name, why in record.skipped:
+        print(f"  skipped {name}: {why}", file=sys.stderr)
+    return 0
+
+
+def run_fidelity(args: argparse.Namespace) -> int:
+    from ..collect import shapes
+    from ..collect.environment import environment, hardware_of
+    from ..collect.fidelity import run_fidelity as fidelity
+    from ..dataset import DatasetMeta
+
+    problems = [problem for path in args.problems for _, problem in shapes.from_json(path)]
+    meta = DatasetMeta(hardware_of("cuda:0"), environment(0))
+    report = fidelity(problems, meta, search_space=args.search_space)
+    report["environment"] = meta.environment
+    Path(args.output).write_text(json.dumps(report, indent=1) + "\n")
+    print(
+        f"{report['problems']} problems: median Spearman {report['median_spearman']:.3f}, "
+        f"winner within 3% on {report['winner_within_3pct']}/{report['problems']}"
+    )
+    return 0

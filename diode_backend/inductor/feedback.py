@@ -1,0 +1,107 @@
+"""Collect the timings Inductor measures while a real program compiles with max-autotune.
+
+Inductor calls its feedback savers (``select_algorithm.add_feedback_saver``, the same on torch
+2.11 and 2.13) after it benchmarks the choices of an op, with each choice's time in
+milliseconds. :func:`record_inductor_timings` installs one saver for the ``with`` block and turns
+every GEMM it sees into a :class:`~diode_backend.dataset.ProblemTimings` (microseconds): the
+problem described as DIODE describes it inside ``torch.compile`` (:mod:`.convert`), and every
+candidate, whatever its kind (Triton templates, ATen, C++ templates on CPU, ...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import counters
+from ..dataset import ProblemTimings
+from ..problem import KernelConfig
+from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
+
+
+@dataclass
+class FeedbackRecord:
+    """What a ``with record_inductor_timings()`` block saw: the GEMMs it could describe
+    (``problems``) and, for the others, the op name and why not (``skipped``)."""
+
+    split: str = "train"
+    problems: list[ProblemTimings] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def save(self, timings: dict, name: str, input_nodes: list, choices: list, *_: Any) -> None:
+        """The feedback saver: Inductor passes ``{choice: milliseconds}``, the op name, its
+        input IR nodes and the choices (then a profiling thunk and precompile times, unused)."""
+        try:
+            self.problems.append(self._describe(timings, name, input_nodes, choices))
+        except UnsupportedProblem as err:
+            self.skipped.append((name, str(err)))
+        except Exception as err:  # never let collection break the user's compile
+            counters.record_error("feedback", err)
+            self.skipped.append((name, f"{type(err).__name__}: {err}"))
+
+    def _describe(self, timings: dict, name: str, input_nodes: list, choices: list) -> ProblemTimings:
+        from torch._inductor.kernel_inputs import MMKernelInputs
+
+        if len(input_nodes) < 2:
+            raise UnsupportedProblem("unsupported_op", f"{name} has {len(input_nodes)} inputs")
+        inputs = MMKernelInputs(list(input_nodes), out_dtype=choices[0].layout.dtype)
+        problem = problem_from_inputs(inputs, name)
+        configs, times, failed = [], [], 0
+        for choice, ms in timings.items():
+            if not math.isfinite(ms):
+                failed += 1
+                continue
+            configs.append(_config_of(choice))
+            times.append(ms * 1000.0)
+        return ProblemTimings(
+            problem=problem,
+            configs=tuple(configs),
+            times_us=tuple(times),
+            split=self.split,
+            generator="feedback",
+            source="feedback",
+            space="observed",
+            failed=failed,
+        )
+
+
+@contextlib.contextmanager
+def record_inductor_timings(split: str = "train") -> Iterator[FeedbackRecord]:
+    """Record every GEMM that Inductor autotunes inside the block.
+
+    Inductor's FX-graph and autotuning caches are switched off inside the block, so that each
+    compiled GEMM is benchmarked in this process rather than replayed from disk; a function
+    that Dynamo already compiled in this process is not compiled again (``torch._dynamo.reset()``
+    first if needed). Use with ``mode="max-autotune"`` (or ``max_autotune_gemm=True``)::
+
+        with record_inductor_timings() as record:
+            torch.compile(model, mode="max-autotune-no-cudagraphs")(x)
+        ShardWriter(path, meta).add(...)  # or diode_backend.collect.feedback_cli
+    """
+    from torch._inductor import config
+    from torch._inductor.select_algorithm import get_algorithm_selector_cache
+
+    record = FeedbackRecord(split=split)
+    cache = get_algorithm_selector_cache()
+    cache.add_feedback_saver(record.save)
+    try:
+        with config.patch(fx_graph_cache=False, autotune_local_cache=False):
+            yield record
+    finally:
+        # Inductor offers only clear_feedback_savers(), which would drop other savers too
+        if record.save in cache.feedback_saver_fns:
+            cache.feedback_saver_fns.remove(record.save)
+
+
+def _config_of(choice: Any) -> KernelConfig:
+    """A choice as a KernelConfig: template choices by their template uid and parameters, the
+    others (C++ templates, subgraphs) by kind and name."""
+    ktc = getattr(choice, "annotations", {}).get("ktc")
+    if ktc is not None:
+        return config_from_choice(ktc.template.uid, ktc.params.to_kwargs())
+    name = str(getattr(choice, "name", type(choice).__name__))
+    kind = "cpp" if name.startswith("cpp") else type(choice).__name__.removesuffix("Caller").lower()
+    return KernelConfig(kind=kind, template=f"{kind}::{name}")

@@ -1,0 +1,83 @@
+"""The sweep on a real GPU: timer accuracy, Inductor's space on this device, an end-to-end
+sweep with resume, and agreement with Inductor's own timings."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from diode_backend.collect.environment import environment, hardware_of
+from diode_backend.collect.fidelity import inductor_timings, compare
+from diode_backend.collect.plan import PlannedProblem
+from diode_backend.collect.sweep import run_sweep
+from diode_backend.collect.timing import Timer
+from diode_backend.dataset import DatasetMeta, load_dataset
+from diode_backend.inductor.configs import candidate_space, triton_candidates
+from diode_backend.problem import GemmProblem
+
+pytestmark = pytest.mark.gpu
+
+
+def test_timer_measures_a_known_busy_wait():
+    props = torch.cuda.get_device_properties(0)
+    cycles = int(props.clock_rate * 1000 * 50e-6)  # 50 us at the rated clock
+    reference = Timer().time([lambda: torch.cuda._sleep(cycles)])[0]
+    assert 30 < Timer.summarize(reference) < 120, reference
+
+
+def test_space_equals_inductors_with_shared_memory_pruning_on_this_gpu():
+    from torch._inductor import config
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch._inductor.template_heuristics.registry import get_template_heuristic
+    from torch._inductor.virtualized import V
+
+    hardware = hardware_of("cuda:0")
+    heuristic = get_template_heuristic("triton::mm", "cuda", "mm")
+    for problem in (GemmProblem("mm", 4096, 4096, 4096, dtype="float32"), GemmProblem("mm", 100, 5000, 300)):
+        with config.patch(max_autotune_gemm_search_space="EXHAUSTIVE", max_autotune_prune_choices_based_on_shared_mem=True):
+            with V.set_graph_handler(types.SimpleNamespace(sizevars=SizeVarAllocator())):
+                theirs = heuristic.preprocess_mm_configs(
+                    problem.m, problem.n, problem.k, configs=heuristic.exhaustive_configs, dtype_size=4 if problem.dtype == "float32" else 2
+                )
+                theirs = [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_stages, c.num_warps) for c in theirs]
+        ours = [(c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps) for c in triton_candidates(problem, hardware)]
+        assert ours == theirs
+
+
+PROBLEMS = [
+    GemmProblem("mm", 512, 1024, 768, dtype="bfloat16", b_layout="col"),
+    GemmProblem("addmm", 300, 1000, 512, dtype="bfloat16", b_layout="col", bias="row"),
+    GemmProblem("mm", 333, 77, 129, dtype="float16"),
+    GemmProblem("bmm", 128, 64, 96, batch=4, dtype="float32", allow_tf32=True),
+]
+
+
+def test_sweep_times_every_candidate_and_resumes(tmp_path):
+    hardware = hardware_of("cuda:0")
+    planned = [
+        PlannedProblem(p, tuple(candidate_space(p, hardware, "DEFAULT")[:8]), "train", "test", "default") for p in PROBLEMS
+    ]
+    meta = DatasetMeta(hardware, environment(0))
+    report = run_sweep(planned, tmp_path, meta, progress=False, compile_workers=4, retime_every=2)
+    assert report.problems == 4 and report.failed_pairs == 0 and report.kernel_failures == 0
+    assert report.summary()["noise_pairs"] > 0
+    data = load_dataset(tmp_path)
+    for item, planned_item in zip(sorted(data, key=lambda x: PROBLEMS.index(x.problem)), planned):
+        assert item.configs == planned_item.configs
+        assert item.configs[0].kind == "aten"
+        # no kernel beats 1000 TFLOP/s or takes a second
+        assert all(item.problem.flops / 1e12 / 1000 * 1e6 < t < 1e6 for t in item.times_us)
+    again = run_sweep(planned, tmp_path, meta, progress=False, compile_workers=4)
+    assert (again.skipped_problems, again.problems) == (4, 0)
+
+
+def test_sweep_ranks_like_inductor(tmp_path):
+    hardware = hardware_of("cuda:0")
+    problem = GemmProblem("mm", 1024, 2048, 1024, dtype="bfloat16", b_layout="col")
+    theirs = inductor_timings(problem)
+    planned = [PlannedProblem(problem, tuple(c for c in theirs.configs if c.kind in ("aten", "triton")), "validation", "test", "observed")]
+    run_sweep(planned, tmp_path, DatasetMeta(hardware), progress=False, compile_workers=8)
+    row = compare(theirs, load_dataset(tmp_path).problems[0])
+    assert row["candidates"] >= 15 and row["spearman"] > 0.8, row

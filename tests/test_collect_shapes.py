@@ -1,0 +1,89 @@
+"""Shape generators, problem lists and plans: what a collection will time."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import torch
+
+from diode_backend.collect import plan, shapes
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+
+H100 = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132, shared_memory_per_block=232448)
+
+
+def test_lognormal_sizes_center_on_torch_diode_medians_in_two_divisibility_classes():
+    sizes = shapes.lognormal(3000, seed=0)
+    for axis, median in enumerate(shapes.LOGNORMAL_MEDIANS):
+        assert abs(math.log(statistics.median(s[axis] for s in sizes) / median)) < 0.15
+    odd = [s for s in sizes if all(v % 2 for v in s)]
+    aligned = [s for s in sizes if s[0] % 16 == 0 and s[1] % 16 == 0 and (s[2] % 256 == 0 or s[2] in (16, 32, 64, 128))]
+    assert len(odd) + len(aligned) == len(sizes)
+    assert 0.2 < len(odd) / len(sizes) < 0.3
+    assert sizes == shapes.lognormal(3000, seed=0) != shapes.lognormal(3000, seed=1)
+
+
+def test_special_generators_cover_decode_skinny_llm_and_odd_sizes():
+    assert {m for m, _, _ in shapes.decode(400)} == set(range(1, 17))
+    assert all(v % 2 == 1 for s in shapes.odd(50) for v in s)
+    for m, n, k in shapes.tall_skinny(30):
+        assert max(m, n, k) >= 4096 and min(m, n) <= 256
+    llm = shapes.llm(tokens=(128,), models=["llama3-8b"])
+    assert (128, 6144, 4096) in llm and (128, 4096, 14336) in llm  # fused qkv with GQA, MLP down
+
+
+def test_json_lists_round_trip(tmp_path):
+    named = shapes.expand("odd", shapes.odd(3), op="addmm", dtype="float16", b_layout="col", bias="row")
+    named += shapes.expand("lognormal", [(64, 64, 64)], op="bmm", dtype="float32", allow_tf32=True, batch=4)
+    shapes.to_json(named, tmp_path / "set.json", "set")
+    assert shapes.from_json(tmp_path / "set.json") == named
+    assert named[-1][1] == GemmProblem("bmm", 64, 64, 64, batch=4, dtype="float32", allow_tf32=True)
+    (tmp_path / "bare.json").write_text('[{"op": "mm", "m": 1, "n": 2, "k": 3}]')
+    assert shapes.from_json(tmp_path / "bare.json") == [("json:bare", GemmProblem("mm", 1, 2, 3))]
+
+
+def test_from_model_records_the_gemms_a_model_runs_with_their_layouts():
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(64, 192)
+            self.out = torch.nn.Linear(64, 64, bias=False)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).view(2, 10, 3, 4, 16).permute(2, 0, 3, 1, 4)
+            # a contiguous k: its transpose reaches bmm as a column-major view
+            scores = q @ k.contiguous().transpose(-1, -2)
+            return self.out(scores.softmax(-1).matmul(v).transpose(1, 2).reshape(2, 10, 64))
+
+    with torch.device("meta"):
+        model, x = Attention(), torch.randn(2, 10, 64)
+    problems = [p for _, p in shapes.from_model("attn", lambda: model(x))]
+    assert problems == [
+        GemmProblem("addmm", 20, 192, 64, dtype="float32", b_layout="col", bias="row"),
+        GemmProblem("bmm", 10, 10, 16, batch=8, dtype="float32", b_layout="col"),
+        GemmProblem("bmm", 10, 16, 10, batch=8, dtype="float32"),
+        GemmProblem("mm", 20, 64, 64, dtype="float32", b_layout="col"),
+    ]
+
+
+def test_stratified_quarter_keeps_every_parameter_value_and_a_quarter_at_least():
+    for problem in (GemmProblem("mm", 2048, 2048, 2048), GemmProblem("mm", 8, 4096, 4096), GemmProblem("mm", 33, 17, 999)):
+        space = plan.candidate_configs(problem, H100)
+        sample = plan.stratified_quarter(space)
+        triton = [c for c in space if c.kind == "triton"]
+        kept = [c for c in sample if c.kind == "triton"]
+        assert [c for c in sample if c.kind == "aten"] == [c for c in space if c.kind == "aten"]
+        assert len(triton) / 4 <= len(kept) < len(triton) / 2
+        for field in ("block_m", "block_n", "block_k", "num_stages", "num_warps"):
+            assert {getattr(c, field) for c in kept} == {getattr(c, field) for c in triton}, (problem, field)
+
+
+def test_plan_takes_candidates_from_the_hook_and_splits_by_problem():
+    named = shapes.expand("lognormal", [(1024, 1024, 1024), (1024, 1024, 1024), (8, 512, 256)], dtype="float16")
+    planned = plan.plan(named, H100, split="validation", space="exhaustive")
+    assert len(planned) == 2  # the duplicate is dropped
+    assert planned[0].configs[0] == KernelConfig("aten", "aten::mm")
+    assert len(planned[0].configs) == 1 + 1206  # Inductor's whole EXHAUSTIVE space at fp16
+    train, validation = plan.split_problems(named * 10, validation=7, seed=3)
+    assert len(validation) == 7 and len(train) == 23

@@ -1,0 +1,65 @@
+"""The sweep's per-problem step on the CPU (Triton's interpreter runs the kernels): every
+candidate is checked against a reference before it is timed, and failures are counted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, torch
+    from diode_backend.collect import kernel
+    from diode_backend.collect.plan import PlannedProblem
+    from diode_backend.collect.sweep import time_problem
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    class FixedTimer:  # stands in for the CUDA-event timer: three runs per candidate
+        def time(self, launches):
+            for launch in launches:
+                launch()
+            return [[3.0, 1.0, 2.0] for _ in launches]
+
+    class Zeros:  # a "kernel" that writes a wrong result
+        def __getitem__(self, grid):
+            return lambda a, b, c, *rest: c.zero_()
+
+    problem = GemmProblem("addmm", 40, 48, 32, dtype="float32", b_layout="col", bias="row")
+    good = [KernelConfig("triton", "triton::mm", 16, 16, 16, 2, 4, 8), KernelConfig("triton", "triton::mm", 32, 16, 32, 1, 2, 8)]
+    wrong = KernelConfig("triton", "triton::mm", 16, 32, 16, 2, 4, 8)
+    broken = KernelConfig("triton", "triton::mm", 32, 32, 32, 3, 4, 8)
+    aten = [KernelConfig("aten", "aten::bias_addmm"), KernelConfig("aten", "aten::addmm")]
+    item = PlannedProblem(problem, (*aten, *good, wrong, broken), "train", "test", "exhaustive")
+
+    def load(key):
+        if key == kernel.compile_key(problem, broken):
+            raise RuntimeError("out of resources")
+        if key == kernel.compile_key(problem, wrong):
+            return Zeros()
+        return kernel.mm_kernel
+
+    result, errors = time_problem(item, FixedTimer(), load, device="cpu")
+    print(json.dumps({
+        "kept": [c.template + str(c.block_m) for c in result.configs],
+        "times": list(result.times_us),
+        "failed": result.failed,
+        "errors": {c.describe(): e for c, e in errors.items()},
+    }))
+    """
+)
+
+
+def test_candidates_are_checked_then_timed_and_failures_counted():
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["kept"] == ["aten::bias_addmm0", "aten::addmm0", "triton::mm16", "triton::mm32"]
+    assert out["times"] == [2.0] * 4  # the median of each candidate's runs
+    assert out["failed"] == 2
+    messages = sorted(out["errors"].values())
+    assert messages[0].startswith("RuntimeError: out of resources")
+    assert messages[1].startswith("wrong result")
