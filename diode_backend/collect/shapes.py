@@ -185,7 +185,7 @@ def _problem_of(op: str, args: Sequence[Any]) -> GemmProblem:
     return GemmProblem(
         op=op, m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=a.shape[0] if a.dim() == 3 else 1,
         dtype=dtype, a_layout=_layout(a), b_layout=_layout(b), bias=bias_kind,
-        allow_tf32=dtype == "float32" and torch.backends.cuda.matmul.allow_tf32,
+        allow_tf32=dtype == "float32" and torch.backends.cuda.matmul.fp32_precision == "tf32",
     )  # fmt: skip
 
 
