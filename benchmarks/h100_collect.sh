@@ -12,8 +12,10 @@ data=trained_models/data/h100/raw/$group  # in the tree: a rerun resumes from th
 mkdir -p "$data"
 { nvidia-smi; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"; nproc; } > "$OUT/machine.txt" 2>&1
 if [ "$checks" = checks ]; then
-  timeout 240 python3 -m pytest -q -x -p no:cacheprovider tests/test_collect_gpu.py > "$OUT/pytest-gpu.log" 2>&1
-  echo "pytest rc=$? at $((SECONDS - started))s" | tee -a "$OUT/steps.log"
+  timeout 150 python3 -m pytest -q -x -p no:cacheprovider tests/test_collect_gpu.py > "$OUT/pytest-gpu.log" 2>&1
+  rc=$?
+  echo "pytest rc=$rc at $((SECONDS - started))s" | tee -a "$OUT/steps.log"
+  [ $rc = 0 ] || { tail -40 "$OUT/pytest-gpu.log"; exit 1; }
   timeout 300 python3 -m diode_backend collect fidelity trained_models/data/h100/problems/fidelity.json -o "$OUT/fidelity.json" > "$OUT/fidelity.log" 2>&1
   echo "fidelity rc=$? at $((SECONDS - started))s" | tee -a "$OUT/steps.log"
 fi
