@@ -326,7 +326,9 @@ _HAMMER = textwrap.dedent(
                     hits += 1
         except Exception as err:
             errors.append(f"{type(err).__name__}: {err}")
-    print(json.dumps({"written": sorted(written), "hits": hits, "misses": misses, "errors": errors}))
+    import diode_backend
+    corrupt = diode_backend.stats()["counters"].get("prediction_cache_corrupt", 0)  # a torn read would land here
+    print(json.dumps({"written": sorted(written), "hits": hits, "misses": misses, "errors": errors, "corrupt": corrupt}))
     """
 )
 
@@ -349,6 +351,7 @@ def test_many_processes_hammering_overlapping_keys(tmp_path, max_entries):
         assert run.returncode == 0, err
         reports.append(json.loads(out))
     assert all(report["errors"] == [] for report in reports), [r["errors"] for r in reports]
+    assert all(report["corrupt"] == 0 for report in reports)
     assert sum(report["hits"] for report in reports) > 100  # they really did share entries
     store = PredictionCache(tmp_path)
     files = list(tmp_path.rglob("*.msgpack"))
