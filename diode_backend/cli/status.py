@@ -40,4 +40,8 @@ def run(args: argparse.Namespace) -> int:
     print("options:")
     for name, value in report["options"].items():
         print(f"  {name} = {value!r}")
+    from ..cache import default_cache
+
+    cache = default_cache().info()
+    print(f"prediction cache: {cache.directory} ({cache.entries} entries; `diode cache info`)")
     return 0

@@ -1,0 +1,202 @@
+"""The ``diode`` command: plugins, models, predict, cache, status; help texts and one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diode_backend.cache import cached_rank
+from diode_backend.cli import COMMANDS, build_parser, main
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+from diode_backend.scorer import Prediction
+
+from model_files import write_checkpoint, write_model_folder
+
+MINE = ("status", "plugins", "models", "predict", "cache")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _parsers(parser, prefix="diode"):
+    """Every (sub)parser under ``parser`` with its command line prefix."""
+    yield prefix, parser
+    for action in parser._actions:
+        if action.choices and hasattr(action, "_name_parser_map"):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{prefix} {name}")
+
+
+def test_subcommands_are_registered_with_complete_help():
+    assert set(MINE) <= set(COMMANDS)
+    parsers = dict(_parsers(build_parser()))
+    for command in [f"diode {name}" for name in MINE] + ["diode cache info", "diode cache clear"]:
+        parser = parsers[command]
+        assert parser.description and len(parser.description) > 40, command
+        for action in parser._actions:
+            if not isinstance(action, argparse._HelpAction):
+                assert action.help, f"{command}: {action.dest} has no help"
+
+
+def test_console_script_runs_in_a_real_process():
+    script = Path(sys.executable).with_name("diode")
+    command = [str(script)] if script.exists() else [sys.executable, "-c", "from diode_backend.cli import main; raise SystemExit(main())"]
+    done = subprocess.run([*command, "plugins"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "diode_backend.builtin  [built-in]" in done.stdout
+
+
+def test_plugins_lists_distributions_and_hooks(capsys):
+    code, out, _ = run(capsys, "plugins")
+    assert code == 0
+    assert "example  [diode-example 0.1.0]" in out and "nvidia  [diode-nvidia 0.1.0]" in out
+    assert "diode_known_hardware" in out and "diode_register_scorers" in out
+    code, out, _ = run(capsys, "plugins", "--json")
+    by_name = {p["name"]: p for p in json.loads(out)}
+    assert by_name["diode_backend.builtin"]["distribution"] == "built-in"
+    assert "diode_detect_hardware" in by_name["nvidia"]["hooks"]
+
+
+@pytest.fixture
+def models_path(tmp_path, monkeypatch):
+    folder = tmp_path / "models"
+    write_model_folder(folder / "acme", "acme-h100", priority=3, metrics={"top1_regret_geomean": 1.0213})
+    monkeypatch.setenv("DIODE_MODELS_PATH", str(folder))
+    return folder
+
+
+def test_models_shows_source_applies_picked_and_manifest(capsys, models_path):
+    code, out, _ = run(capsys, "models", "--hardware", "h100")
+    assert code == 0
+    assert "hardware: NVIDIA H100 80GB HBM3" in out
+    assert f"* acme-h100  [DIODE_MODELS_PATH {models_path}]  priority 3" in out
+    assert "+ analytical  [built-in]  priority -100" in out
+    assert "  example-bias-epilogue  [plugin example (diode-example 0.1.0)]" in out
+    assert "hardware H100; ops mm, addmm, bmm, baddbmm" in out and "top1_regret_geomean 1.021" in out
+    code, out, _ = run(capsys, "models", "--hardware", "a100", "--json")
+    rows = {row["name"]: row for row in json.loads(out)["models"]}
+    assert rows["analytical"]["picked"] and not rows["acme-h100"]["applies"]
+    assert rows["acme-h100"]["manifest"]["sha256"]
+
+
+def test_models_honours_the_diode_model_environment_variable(capsys, tmp_path, monkeypatch):
+    model = write_checkpoint(tmp_path / "own.pt")
+    monkeypatch.setenv("TORCHINDUCTOR_DIODE_MODEL", str(model))
+    code, out, _ = run(capsys, "models", "--hardware", "h100")
+    assert code == 0 and f"* {model}  [path]" in out
+
+
+def test_models_check_reports_a_model_that_cannot_load(capsys, models_path):
+    write_checkpoint(models_path / "acme" / "model.pt", seed=9)  # no longer matches its manifest
+    code, out, _ = run(capsys, "models", "--hardware", "h100", "--check")
+    assert code == 1
+    assert "check: ModelLoadError" in out and "checksum mismatch" in out
+    assert "check: ok" in out  # the others still load
+
+
+def _predicted_rows(out: str) -> list[tuple[float, str]]:
+    rows = []
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0].isdigit():
+            rows.append((float(parts[1]), " ".join(parts[3:])))
+    return rows
+
+
+def test_predict_for_a_named_gpu_on_any_machine(capsys):
+    code, out, err = run(capsys, "predict", "mm", "1024x4096x2048", "--dtype", "bfloat16", "--layout", "row/col",
+                         "--hardware", "h100", "--top-k", "5")  # fmt: skip
+    assert code == 0, err
+    assert "problem:    mm 1024x4096x2048 bfloat16 row/col" in out
+    assert "hardware:   NVIDIA H100 80GB HBM3 (132 SMs)" in out and "model:      analytical" in out
+    assert "predicted us" in out and "confidence: none" in out
+    rows = _predicted_rows(out)
+    assert len(rows) == 5
+    times = [t for t, _ in rows]
+    assert times == sorted(times) and times[0] > 0
+    assert any(candidate.startswith(("aten::mm", "triton::mm")) for _, candidate in rows)
+
+
+def test_predict_with_a_learned_model_prints_its_confidence(capsys, tmp_path):
+    model = write_checkpoint(tmp_path / "m.pt", calibration={"edges": [0.0, 1.0], "values": [0.2, 0.8]})
+    code, out, _ = run(capsys, "predict", "bmm", "8x128x256x64", "--hardware", "a100", "--model", str(model),
+                       "--space", "DEFAULT", "--json")  # fmt: skip
+    assert code == 0
+    report = json.loads(out)
+    assert report["problem"]["batch"] == 8 and report["model"] == str(model)
+    assert 0.2 <= report["confidence"] <= 0.8
+    assert report["top"][0]["vs_best"] == 1.0
+    assert all(row["config"]["template"] in ("aten::bmm", "triton::bmm") for row in report["top"])
+    assert [r["time_us"] for r in report["top"]] == sorted(r["time_us"] for r in report["top"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["predict", "mm", "1024x4096"], "expected MxNxK"),
+        (["predict", "bmm", "64x64x64"], "expected BxMxNxK"),
+        (["predict", "mm", "0x4x4"], "positive whole numbers"),
+        (["predict", "mm", "4x4x4", "--layout", "row"], "expected A/B"),
+        (["predict", "mm", "4x4x4", "--bias", "row"], "only addmm and baddbmm"),
+        (["predict", "mm", "4x4x4", "--tf32"], "float32 inputs only"),
+        (["predict", "mm", "4x4x4", "--hardware", "h900"], "unknown hardware 'h900'"),
+        (["predict", "mm", "4x4x4", "--hardware", "h100", "--model", "nope"], "no such model"),
+        (["predict", "mm", "4x4x4", "--top-k", "0"], "expected a whole number >= 1"),
+        (["predict"], "give the op and the shape"),
+    ],
+)
+def test_errors_are_one_clear_line_and_a_nonzero_exit(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and message in err
+    assert err.startswith(f"diode {argv[0]}: error: ")
+
+
+def test_predict_lists_the_hardware_it_can_name(capsys):
+    code, out, _ = run(capsys, "predict", "--hardware", "list")
+    assert code == 0
+    assert any(line.startswith("h100 ") and "NVIDIA H100 80GB HBM3" in line for line in out.splitlines())
+
+
+class _Fixed:
+    name, identity = "fixed", "fixed-v1"
+
+    def predict(self, problem, configs, hardware):
+        return Prediction(tuple(float(i + 1) for i in range(len(configs))), 0.5)
+
+
+def test_cache_info_and_clear(capsys, isolated_caches):
+    hardware = HardwareInfo("NVIDIA H100 80GB HBM3", "nvidia", sm_count=132)
+    configs = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 64, 64, 32, 3, 4, 8)]
+    for m in (64, 128, 256):
+        cached_rank(_Fixed(), GemmProblem("mm", m, 64, 64), configs, hardware, enabled=True)
+    code, out, _ = run(capsys, "cache", "info")
+    assert code == 0
+    assert f"location: {isolated_caches / 'diode' / 'predictions-v1'}" in out
+    assert "entries:  3 (limit" in out
+    code, out, _ = run(capsys, "cache", "info", "--json")
+    info = json.loads(out)
+    assert info["entries"] == 3 and info["bytes"] > 0
+    code, out, _ = run(capsys, "cache", "clear")
+    assert code == 0 and out.startswith("removed 3 entries")
+    assert json.loads(run(capsys, "cache", "info", "--json")[1])["entries"] == 0
+
+
+def test_cache_info_before_anything_was_cached(capsys, isolated_caches):
+    code, out, _ = run(capsys, "cache", "info")
+    assert code == 0 and "(not created yet)" in out and "entries:  0" in out
+
+
+def test_status_mentions_the_prediction_cache(capsys, isolated_caches):
+    code, out, _ = run(capsys, "status", "--device", "cpu")
+    assert code == 0
+    assert f"prediction cache: {isolated_caches / 'diode' / 'predictions-v1'} (0 entries" in out
