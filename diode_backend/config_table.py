@@ -5,8 +5,10 @@ low milliseconds on one CPU core)."""
 from __future__ import annotations
 
 import array
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import starmap
 from operator import attrgetter
 
 import torch
@@ -14,6 +16,7 @@ import torch
 from .problem import KIND_ATEN, KIND_TRITON, KernelConfig
 
 _TILE_FIELDS = attrgetter("block_m", "block_n", "block_k", "num_stages", "num_warps", "group_m")
+_PACK_TILES = struct.Struct("=6i").pack
 _KIND = attrgetter("kind")
 _KIND_CODES = {KIND_ATEN: 0, KIND_TRITON: 1}  # anything else: 2
 
@@ -36,9 +39,10 @@ class ConfigTable:
     @classmethod
     def of(cls, configs: Sequence[KernelConfig]) -> ConfigTable:
         n = len(configs)
-        # array + frombuffer: several times faster than torch.tensor on nested lists
-        flat = array.array("q", [value for row in map(_TILE_FIELDS, configs) for value in row])
-        tiles = torch.frombuffer(flat, dtype=torch.int64).view(n, 6).double() if n else torch.zeros(0, 6, dtype=torch.float64)
+        # struct packing in C-level iterators, then frombuffer: several times faster than
+        # torch.tensor on nested lists
+        packed = bytearray(b"".join(starmap(_PACK_TILES, map(_TILE_FIELDS, configs))))
+        tiles = torch.frombuffer(packed, dtype=torch.int32).view(n, 6).double() if n else torch.zeros(0, 6, dtype=torch.float64)
         codes = array.array("b", [_KIND_CODES.get(kind, 2) for kind in map(_KIND, configs)])
         code = torch.frombuffer(codes, dtype=torch.int8) if n else torch.zeros(0, dtype=torch.int8)
         aten = code == 0

@@ -8,7 +8,7 @@ import importlib
 import sys
 
 #: Subcommand modules, in help order.
-COMMANDS = ("status", "plugins", "models", "predict", "cache", "collect", "dataset")
+COMMANDS = ("status", "plugins", "models", "predict", "cache", "train", "validate", "collect", "dataset")
 
 
 class CommandError(Exception):

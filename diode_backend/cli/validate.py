@@ -1,0 +1,160 @@
+"""``diode validate``: judge a model on validation problems against the baselines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Report figures copied into a model's manifest by --update-manifest.
+_MANIFEST_METRICS = (
+    ("top1_regret_geomean", ("scorers", "model", "top1_regret", "geomean")),
+    ("top1_regret_p90", ("scorers", "model", "top1_regret", "p90")),
+    ("top1_regret_worst", ("scorers", "model", "top1_regret", "worst")),
+    ("top5_regret_geomean", ("scorers", "model", "top5_regret", "geomean")),
+    ("top10_regret_geomean", ("scorers", "model", "top10_regret", "geomean")),
+    ("kendall_tau_median", ("scorers", "model", "kendall_tau", "median")),
+    ("rmse_log", ("scorers", "model", "rmse_log")),
+    ("mape", ("scorers", "model", "mape")),
+    ("calibration_ece", ("calibration", "ece")),
+    ("analytical_top1_regret_geomean", ("scorers", "analytical", "top1_regret", "geomean")),
+    ("inductor_default_top1_regret_geomean", ("baselines", "inductor_default", "top1_regret", "geomean")),
+    ("aten_top1_regret_geomean", ("baselines", "aten", "top1_regret", "geomean")),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="judge a model on held-out problems against the baselines",
+        description="Rank every validation problem's measured candidates with MODEL and report "
+        "log-time RMSE, MAPE, per-problem Kendall tau, top-1/5/10 regret (the fastest measured "
+        "time among the top k over the fastest of all), the same figures for the baselines (the "
+        "analytical scorer, the nearest training problem, Inductor's max-autotune DEFAULT list "
+        "and ATen alone), a reliability table of the confidence and its expected calibration "
+        "error, and whether the targets are met. Problems of the 'train' split are the "
+        "nearest-neighbour baseline's lookup table, never scored.",
+        epilog="example: diode validate models/my-h100 timings/ --report report.json --plots plots/",
+    )
+    parser.add_argument("model", help="a model name (`diode models`), a model folder or a .pt file")
+    parser.add_argument("data", nargs="+", type=Path, help="dataset shard files or directories")
+    parser.add_argument(
+        "--split",
+        default="validation",
+        choices=("validation", "train", "all"),
+        help="which problems to score (default validation; 'all' for a dataset recorded from "
+        "your own program's max-autotune run)",
+    )
+    parser.add_argument(
+        "--train-data",
+        nargs="+",
+        type=Path,
+        help="datasets whose 'train' problems the nearest-neighbour baseline looks up (default: DATA)",
+    )
+    parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list (imports Inductor)")
+    parser.add_argument("--report", type=Path, help="write the full JSON report here")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib)")
+    parser.add_argument(
+        "--update-manifest",
+        action="store_true",
+        help="copy the headline figures into MODEL's manifest.json (MODEL must be a model folder)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import registry
+    from ..dataset import load_dataset
+    from ..model.train import inference_hardware
+    from ..model.validate import validate
+    from . import CommandError
+
+    dataset = load_dataset(args.data)
+    problems = dataset.problems if args.split == "all" else dataset.split(args.split)
+    if not problems:
+        raise CommandError(f"{', '.join(map(str, args.data))}: no problems in split {args.split!r}")
+    hardware = inference_hardware(dataset.hardware)
+    entry = registry.pick_entry(hardware, args.model)
+    scorer = registry.load_scorer(entry)
+    train_problems = (load_dataset(args.train_data) if args.train_data else dataset).split("train")
+    default_candidates = None
+    if not args.no_default_baseline:
+        from ..inductor.configs import candidate_space
+
+        def default_candidates(problem):
+            return candidate_space(problem, hardware, "DEFAULT")
+
+    report = validate(
+        scorer, problems, hardware, train_problems=train_problems, default_candidates=default_candidates,
+        progress=_progress if sys.stderr.isatty() else None,
+    )  # fmt: skip
+    report["model"] = {"name": entry.name, "identity": scorer.identity}
+    report["data"] = [str(path) for path in args.data]
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(report, indent=2) + "\n")
+    if args.plots:
+        from ..model.validation_plots import write_plots
+
+        written = write_plots(report, args.plots)
+        print("plots: " + (", ".join(map(str, written)) if written else "skipped (matplotlib is not installed)"), file=sys.stderr)
+    if args.update_manifest:
+        _update_manifest(Path(args.model), report)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_summary(report)
+    return 0
+
+
+def print_summary(report: dict[str, Any]) -> None:
+    """The report's figures as a table: scorers and baselines in columns."""
+    columns = {**report["scorers"], **report["baselines"]}
+    rows = [("rmse_log", "rmse(log)"), ("mape", "MAPE %"), ("kendall_tau.median", "tau median")]
+    rows += [(f"top{k}_regret.{s}", f"top-{k} {s}") for k in (1, 5, 10) for s in ("geomean", "p90", "worst")]
+    print(f"{report['problems']} problems, {report['candidates']} candidates on {report['hardware']}")
+    print(f"{'':16}" + "".join(f"{name[:17]:>18}" for name in columns))
+    for path, label in rows:
+        cells = []
+        for figures in columns.values():
+            value = _lookup(figures, path.split("."))
+            cells.append(f"{value:>18.4f}" if isinstance(value, float) else f"{'-':>18}")
+        print(f"{label:16}" + "".join(cells))
+    calibration = report.get("calibration")
+    if calibration:
+        print(f"confidence: mean {calibration['mean_confidence']:.3f}, hit rate {calibration['hit_rate']:.3f}, ECE {calibration['ece']:.3f}")
+    for name, target in report["targets"].items():
+        if "value" in target:
+            print(f"target {name} {target['target']}: {target['value']:.4f} {'met' if target['met'] else 'MISSED'}")
+    losses = report["targets"]["better_than_every_baseline"]["losses"]
+    print("better than every baseline: " + ("yes" if not losses else f"no, {len(losses)} figures lose:"))
+    for loss in losses:
+        print(f"  {loss['figure']}: model {loss['model']:.4f} vs {loss['baseline']} {loss['baseline_value']:.4f}")
+
+
+def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
+    import dataclasses
+
+    from ..model.manifest import read_manifest, write_manifest
+    from . import CommandError
+
+    if not folder.is_dir():
+        raise CommandError(f"--update-manifest: {folder} is not a model folder")
+    manifest = read_manifest(folder)
+    metrics = {name: _lookup(report, list(path)) for name, path in _MANIFEST_METRICS}
+    metrics["validation_problems"] = report["problems"]
+    write_manifest(dataclasses.replace(manifest, metrics={k: v for k, v in metrics.items() if v is not None}), folder)
+
+
+def _lookup(data: Any, path: list[str]) -> Any:
+    for part in path:
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\rvalidating {done}/{total}" + ("\n" if done == total else ""))
+    sys.stderr.flush()

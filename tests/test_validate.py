@@ -1,0 +1,127 @@
+"""Validation reports: the figures, the baselines, and `diode train` + `diode validate`."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+import torch
+from synthetic_timings import H100, SPACE, synthetic_problems, write_dataset
+
+from diode_backend.cli import main
+from diode_backend.dataset import ProblemTimings
+from diode_backend.model.manifest import read_manifest
+from diode_backend.model.validate import (
+    NearestProblemScorer,
+    kendall_tau,
+    reliability,
+    score_problem,
+    spread,
+    validate,
+)
+from diode_backend.model.validation_plots import write_plots
+from diode_backend.problem import GemmProblem, KernelConfig
+from diode_backend.scorer import Prediction
+
+
+class Oracle:
+    """Predicts the measured times exactly, sure of itself."""
+
+    name = "oracle"
+    identity = "oracle"
+
+    def __init__(self, problems: list[ProblemTimings]) -> None:
+        self.times = {p.problem: p.times_us for p in problems}
+
+    def predict(self, problem, configs, hardware):
+        return Prediction(self.times[problem], confidence=1.0)
+
+
+def test_kendall_tau_b_counts_pairs_and_ties():
+    assert kendall_tau(torch.tensor([1.0, 2, 3, 4]), torch.tensor([1.0, 3, 2, 4])) == pytest.approx(4 / 6)
+    assert kendall_tau(torch.tensor([1.0, 2, 3]), torch.tensor([3.0, 2, 1])) == pytest.approx(-1.0)
+    # x ties one pair: 2 concordant pairs of 3, over sqrt(2 * 3)
+    assert kendall_tau(torch.tensor([1.0, 1, 2]), torch.tensor([1.0, 2, 3])) == pytest.approx(2 / math.sqrt(6))
+    assert math.isnan(kendall_tau(torch.tensor([1.0, 1]), torch.tensor([1.0, 2])))
+
+
+def test_regret_is_the_best_measured_time_in_the_top_k_over_the_best():
+    measured = [10.0, 12.0, 11.0, 30.0] + [40.0] * 8
+    predicted = (5.0, 9.0, 7.0, 1.0) + (100.0,) * 8  # puts the 30 us candidate first
+    score = score_problem(Prediction(predicted), measured, fallback=0)
+    assert score.regrets == {1: 3.0, 5: 1.0, 10: 1.0}
+    nothing = score_problem(Prediction((math.nan,) * 12), measured, fallback=1)
+    assert nothing.regrets[1] == 1.2  # charged the fallback (ATen)
+    assert nothing.log_errors.numel() == 0 and math.isnan(nothing.kendall_tau)
+
+
+def test_spread_and_reliability():
+    figures = spread([1.0, 1.0, 1.21, 2.0])
+    assert figures["geomean"] == pytest.approx((1.21 * 2.0) ** 0.25)
+    assert figures["worst"] == 2.0
+    table = reliability([0.95, 0.95, 0.55, 0.55], [True, True, True, False])
+    assert [(b["count"], b["observed"]) for b in table["bins"]] == [(2, 0.5), (2, 1.0)]
+    assert table["ece"] == pytest.approx(0.5 * 0.05 + 0.5 * 0.05)
+
+
+def test_nearest_problem_scorer_uses_the_closest_problem_of_the_same_kind():
+    def timed(problem, time):
+        return ProblemTimings(problem, (SPACE[0], SPACE[1]), (time, 2 * time))
+
+    near = timed(GemmProblem("mm", 1000, 1000, 1000), 10.0)
+    other_dtype = timed(GemmProblem("mm", 1024, 1024, 1024, dtype="float32"), 99.0)
+    far = timed(GemmProblem("mm", 8000, 8000, 8000), 50.0)
+    scorer = NearestProblemScorer([near, other_dtype, far])
+    query = GemmProblem("mm", 2000, 1000, 1000)
+    unseen = KernelConfig("triton", "triton::mm", 16, 16, 16, 1, 1, 1)
+    prediction = scorer.predict(query, [SPACE[1], SPACE[0], unseen], H100)
+    assert prediction.times_us[:2] == (40.0, 20.0)  # scaled by the FLOP ratio, 2x
+    assert math.isnan(prediction.times_us[2])
+
+
+def test_a_perfect_scorer_meets_every_target():
+    problems = synthetic_problems(6, "validation")
+    report = validate(Oracle(problems), problems, H100, train_problems=synthetic_problems(10))
+    model = report["scorers"]["model"]
+    assert model["rmse_log"] == 0.0 and model["kendall_tau"]["median"] == pytest.approx(1.0)
+    assert model["top1_regret"] == {"geomean": 1.0, "p90": 1.0, "worst": 1.0}
+    assert report["calibration"]["ece"] == 0.0
+    assert all(target["met"] for target in report["targets"].values())
+    assert report["baselines"]["aten"]["top1_regret"]["geomean"] > 1.0
+    assert set(report["scorers"]) == {"model", "analytical", "nearest_neighbour"}
+    assert len(report["per_problem"]) == 6
+
+
+def test_diode_train_then_validate(tmp_path, capsys):
+    data = write_dataset(tmp_path / "data", train=30, validation=8)
+    folder = tmp_path / "my-h100"
+    assert main(["train", str(data), "--output", str(folder), "--max-epochs", "3", "--steps-per-epoch", "10",
+                 "--hidden", "8", "--ensemble", "3"]) == 0  # fmt: skip
+    assert "wrote" in capsys.readouterr().out
+    manifest = read_manifest(folder)
+    assert (manifest.name, manifest.hardware, manifest.ops) == ("my-h100", (H100.name,), ("mm",))
+    report_path = tmp_path / "report.json"
+    assert main(["validate", str(folder), str(data), "--report", str(report_path), "--update-manifest"]) == 0
+    out = capsys.readouterr().out
+    assert "top-1 geomean" in out and "inductor_default" in out
+    report = json.loads(report_path.read_text())
+    assert report["problems"] == 8
+    assert 0 < report["baselines"]["inductor_default"]["measured_fraction"] < 1  # a few DEFAULT configs are in SPACE
+    metrics = read_manifest(folder).metrics
+    assert metrics["top1_regret_geomean"] == report["scorers"]["model"]["top1_regret"]["geomean"]
+    assert metrics["validation_problems"] == 8
+
+
+def test_validate_errors_are_one_line(tmp_path, capsys):
+    data = write_dataset(tmp_path / "data", train=5, validation=0)
+    assert main(["validate", "analytical", str(data)]) == 2
+    assert "no problems in split 'validation'" in capsys.readouterr().err
+
+
+def test_plots_are_skipped_without_matplotlib(monkeypatch, tmp_path):
+    problems = synthetic_problems(3, "validation")
+    report = validate(Oracle(problems), problems, H100)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
+    assert write_plots(report, tmp_path / "plots") == []
