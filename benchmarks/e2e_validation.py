@@ -1,0 +1,235 @@
+"""End-to-end check on the GPU: validation problems compiled by ``torch.compile`` three ways.
+
+For each chosen validation problem of a dataset (every candidate measured, so its fastest
+candidate is known), the GEMM is compiled with:
+
+- ``no_autotune``: plain ``torch.compile`` (Inductor calls ATen/cuBLAS);
+- ``max_autotune_default``: ``max_autotune`` with Inductor's DEFAULT ATEN+TRITON list, benchmarked;
+- ``diode_fast``: ``max_autotune`` with ``max_autotune_gemm_backends="DIODE"`` and
+  ``fast_autotune=True``, everything else at its default (a confident pick is compiled alone,
+  an unsure one has its top-k benchmarked; the stats say which happened);
+- optionally ``diode_pick`` (``--modes``): the same with ``diode_fallback_to_autotune=False``,
+  the model's top pick whatever its confidence.
+
+Method: one process; each mode first compiles a warm-up GEMM so one-time costs (CUDA context,
+Triton import, compile workers) stay out of the rows; Inductor's caches off
+(``force_disable_caches``) and Triton's cache in a fresh folder, and per problem the modes run
+in the order above so no mode reuses a Triton kernel another compiled for it (no_autotune
+compiles none; diode_fast compiles one to five before max_autotune_default's twenty). Compile
+time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: the
+compiled function timed exactly as the dataset's candidates were (``diode_backend.collect.timing``:
+CUDA events, L2 flushed before each run, median), more repetitions; ``vs_best`` divides it by
+the dataset's fastest measured candidate. Results are written after every problem.
+
+Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
+
+    python benchmarks/e2e_validation.py trained_models/data --problems 32 --out $OUT/e2e.json
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Before Triton is imported: its kernel cache (and DIODE's prediction cache) must not hold
+# anything from earlier runs.
+os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-triton-"))
+os.environ.setdefault("DIODE_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-predictions-"))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import diode_backend._autoload  # noqa: E402
+
+# Entry points may not be installed (PYTHONPATH checkouts): install DIODE's hooks by hand,
+# before anything imports torch._inductor.
+diode_backend._autoload.install()
+
+import torch  # noqa: E402
+
+import diode_backend  # noqa: E402
+from diode_backend.dataset import ProblemTimings, load_dataset  # noqa: E402
+from diode_backend.problem import GemmProblem  # noqa: E402
+
+MODES = {
+    "no_autotune": {},
+    "diode_fast": {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fast_autotune": True},
+    "diode_pick": {
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "DIODE",
+        "fast_autotune": True,
+        "diode_fallback_to_autotune": False,
+    },
+    "max_autotune_default": {
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "ATEN,TRITON",
+        "max_autotune_gemm_search_space": "DEFAULT",
+    },
+}
+DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default")
+_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def choose(problems: list[ProblemTimings], count: int) -> list[ProblemTimings]:
+    """``count`` problems spread evenly over op, dtype and size (sorted, evenly spaced picks)."""
+    ordered = sorted(problems, key=lambda p: (p.problem.op, p.problem.dtype, p.problem.allow_tf32, p.problem.flops))
+    if count >= len(ordered):
+        return ordered
+    step = (len(ordered) - 1) / max(count - 1, 1)
+    return [ordered[round(i * step)] for i in range(count)]
+
+
+def make_case(problem: GemmProblem):
+    """The function and fresh random inputs (never zeros) that compute ``problem`` on the GPU."""
+    dtype = _DTYPES[problem.dtype]
+    batched = problem.op in ("bmm", "baddbmm")
+
+    def operand(rows: int, cols: int, layout: str) -> torch.Tensor:
+        lead = (problem.batch,) if batched else ()
+        if layout == "col":  # the other dimension contiguous: a transposed view
+            return torch.randn(*lead, cols, rows, device="cuda", dtype=dtype).transpose(-1, -2)
+        return torch.randn(*lead, rows, cols, device="cuda", dtype=dtype)
+
+    a = operand(problem.m, problem.k, problem.a_layout)
+    b = operand(problem.k, problem.n, problem.b_layout)
+    if problem.bias == "none":
+        return (torch.bmm if batched else torch.mm), (a, b)
+    if problem.bias == "row":
+        bias = torch.randn(problem.n, device="cuda", dtype=dtype)
+    else:
+        bias = torch.randn(*((problem.batch,) if batched else ()), problem.m, problem.n, device="cuda", dtype=dtype)
+    return (torch.baddbmm if batched else torch.addmm), (bias, a, b)
+
+
+def measure(fn, args, options: dict, timer) -> dict:
+    """Compile ``fn`` cold under ``options``; its compile time (s), runtime (us, median) and
+    relative error against a float64 reference."""
+    torch._dynamo.reset()
+    diode_backend.reset_stats()
+    compiled = torch.compile(fn, options=options)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = compiled(*args)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+    reference = fn(*[x.double() for x in args])
+    error = float((out.double() - reference).norm() / reference.norm().clamp(min=1e-30))
+    runs = timer.time([lambda: compiled(*args)])[0]
+    stats = diode_backend.stats()
+    decision = stats["recent_decisions"][-1] if stats["recent_decisions"] else None
+    return {
+        "compile_s": compile_s,
+        "runtime_us": statistics.median(runs),
+        "runs": len(runs),
+        "relative_error": error,
+        "diode": {
+            "single_pick": stats["single_pick"],
+            "benchmarked_top_k": stats["benchmarked_top_k"],
+            "fallbacks": stats["fallbacks"],
+            "errors": stats["errors"],
+            "decision": decision,
+        }
+        if options.get("max_autotune_gemm_backends") == "DIODE"
+        else None,
+    }
+
+
+def set_tf32(problem: GemmProblem) -> None:
+    torch.backends.cuda.matmul.fp32_precision = "tf32" if problem.allow_tf32 else "ieee"
+
+
+def summarize(rows: list[dict], modes: list[str]) -> dict:
+    """Geometric mean and worst of runtime over the best measured candidate, and compile-time
+    median and total, per mode."""
+    summary = {}
+    for mode in modes:
+        done = [row["modes"][mode] for row in rows if mode in row["modes"] and "error" not in row["modes"][mode]]
+        if not done:
+            continue
+        ratios = torch.tensor([r["vs_best"] for r in done], dtype=torch.float64)
+        compile_s = [r["compile_s"] for r in done]
+        summary[mode] = {
+            "problems": len(done),
+            "vs_best_geomean": float(ratios.log().mean().exp()),
+            "vs_best_p90": float(torch.quantile(ratios, 0.9)),
+            "vs_best_worst": float(ratios.max()),
+            "compile_s_median": statistics.median(compile_s),
+            "compile_s_total": sum(compile_s),
+        }
+        diode = [r["diode"] for r in done if r.get("diode")]
+        if diode:
+            summary[mode]["single_pick_problems"] = sum(d["single_pick"] > 0 and d["benchmarked_top_k"] == 0 for d in diode)
+            summary[mode]["fallback_problems"] = sum(bool(d["fallbacks"]) for d in diode)
+            summary[mode]["internal_errors"] = sum(sum(d["errors"].values()) for d in diode)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="+", help="dataset(s) with validation problems")
+    parser.add_argument("--problems", type=int, default=32, help="how many validation problems (default 32)")
+    parser.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--budget-s", type=float, default=480.0, help="start no new problem after this many seconds")
+    parser.add_argument("--out", required=True, help="JSON file to write (rewritten after every problem)")
+    args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        parser.error(f"unknown modes: {', '.join(unknown)}")
+
+    from diode_backend.collect.environment import environment, hardware_of
+    from diode_backend.collect.timing import Timer, TimingMethod
+
+    from torch._inductor import config
+
+    config.force_disable_caches = True  # every compile cold (not a torch.compile option)
+    started = time.monotonic()
+    dataset = load_dataset(args.data)
+    chosen = choose(dataset.split("validation"), args.problems)
+    timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0))
+    result = {
+        "benchmark": "e2e_validation",
+        "method": __doc__.split("Method: ")[1].split("\n\n")[0].replace("\n", " "),
+        "environment": environment(torch.cuda.current_device()),
+        "hardware": hardware_of("cuda").to_dict(),
+        "dataset_hardware": dataset.hardware.key,
+        "modes": {mode: MODES[mode] for mode in modes},
+        "rows": [],
+    }
+    warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256))
+    for mode in modes:  # one-time costs out of the rows
+        measure(warm_fn, warm_args, MODES[mode], timer)
+    for item in chosen:
+        if time.monotonic() - started > args.budget_s:
+            result["stopped_early"] = f"budget of {args.budget_s:.0f} s reached"
+            break
+        problem = item.problem
+        set_tf32(problem)
+        fn, inputs = make_case(problem)
+        row = {"problem": problem.to_dict(), "describe": problem.describe(), "best_measured_us": item.best_us, "modes": {}}
+        for mode in modes:
+            try:
+                figures = measure(fn, inputs, MODES[mode], timer)
+                figures["vs_best"] = figures["runtime_us"] / item.best_us
+            except Exception as err:  # one failing compile must not lose the other rows
+                figures = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
+            row["modes"][mode] = figures
+        result["rows"].append(row)
+        result["summary"] = summarize(result["rows"], modes)
+        result["elapsed_s"] = time.monotonic() - started
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        brief = "  ".join(
+            f"{m}: {f['vs_best']:.3f}x {f['compile_s']:.1f}s" if "vs_best" in f else f"{m}: {f['error'][:60]}"
+            for m, f in row["modes"].items()
+        )
+        print(f"[{time.monotonic() - started:5.0f}s] {problem.describe()}  {brief}", flush=True)
+    print(json.dumps(result.get("summary", {}), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
