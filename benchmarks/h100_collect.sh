@@ -1,30 +1,37 @@
 #!/bin/bash
-# One GPU call of the H100 collection (see docs/collect.md and benchmarks/results/).
-#   benchmarks/h100_collect.sh GROUP SECONDS [checks]
-# GROUP: bf16 or other (trained_models/data/h100/problems/GROUP-*.json); SECONDS: the whole
-# call's budget; "checks" first runs the GPU tests and the fidelity check. Everything that comes
-# back is written under $OUT: logs, JSON reports and the new shards (data-GROUP.tgz).
+# One GPU call of the H100 collection (docs/collect.md; runs are recorded in benchmarks/results/).
+#   benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
+# The sweep times trained_models/data/h100/problems/{bf16,other}-{validation,train}.json into
+# trained_models/data/h100/raw/, resuming from the shards already there, and stops in time for
+# the steps after it (fidelity: 300 s). What comes back is under $OUT: logs, JSON reports and
+# the dataset directory (raw.tgz).
 set -u
-group=$1 budget=$2 checks=${3:-}
+budget=$1; shift
 export PYTHONUNBUFFERED=1
-started=$SECONDS
-data=trained_models/data/h100/raw/$group  # in the tree: a rerun resumes from the shards already there
+problems=trained_models/data/h100/problems
+data=trained_models/data/h100/raw
 mkdir -p "$data"
 { nvidia-smi; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"; nproc; } > "$OUT/machine.txt" 2>&1
-if [ "$checks" = checks ]; then
-  timeout 150 python3 -m pytest -q -x -p no:cacheprovider tests/test_collect_gpu.py > "$OUT/pytest-gpu.log" 2>&1
-  rc=$?
-  echo "pytest rc=$rc at $((SECONDS - started))s" | tee -a "$OUT/steps.log"
-  [ $rc = 0 ] || { tail -40 "$OUT/pytest-gpu.log"; exit 1; }
-  timeout 300 python3 -m diode_backend collect fidelity trained_models/data/h100/problems/fidelity.json -o "$OUT/fidelity.json" > "$OUT/fidelity.log" 2>&1
-  echo "fidelity rc=$? at $((SECONDS - started))s" | tee -a "$OUT/steps.log"
-fi
-left=$((budget - (SECONDS - started) - 45))
-if [ $left -gt 60 ]; then
-  timeout $((left + 30)) python3 -m diode_backend collect sweep "trained_models/data/h100/problems/$group-train.json" \
-    --validation "trained_models/data/h100/problems/$group-validation.json" --split train --space sample/4 \
-    -o "$data" --max-seconds "$left" --retime-every 20 --report "$OUT/sweep-$group.json" > "$OUT/sweep-$group.log" 2>&1
-  echo "sweep rc=$? at $((SECONDS - started))s" | tee -a "$OUT/steps.log"
-fi
-tar czf "$OUT/data-$group.tgz" "$data"
-tail -3 "$OUT"/*.log
+step() { echo "$1 rc=$2 at ${SECONDS}s" | tee -a "$OUT/steps.log"; }
+for name in "$@"; do
+  case $name in
+    tests)
+      timeout 150 python3 -m pytest -q -x -p no:cacheprovider tests/test_collect_gpu.py > "$OUT/pytest-gpu.log" 2>&1
+      rc=$?; step tests $rc
+      [ $rc = 0 ] || { tail -40 "$OUT/pytest-gpu.log"; break; } ;;
+    sweep)
+      reserve=45; case " $* " in *" sweep fidelity "*) reserve=345 ;; esac
+      left=$((budget - SECONDS - reserve))
+      [ $left -gt 60 ] || continue
+      timeout $((left + 60)) python3 -m diode_backend collect sweep $problems/bf16-train.json $problems/other-train.json \
+        --validation $problems/bf16-validation.json $problems/other-validation.json --split train --space sample/4 \
+        -o "$data" --max-seconds $((left - 30)) --retime-every 20 --report "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
+      step sweep $? ;;
+    fidelity)
+      timeout $((budget - SECONDS - 15)) python3 -m diode_backend collect fidelity $problems/fidelity.json \
+        --max-seconds $((budget - SECONDS - 120)) -o "$OUT/fidelity.json" > "$OUT/fidelity.log" 2>&1
+      step fidelity $? ;;
+  esac
+done
+tar czf "$OUT/raw.tgz" "$data"
+tail -n 4 "$OUT"/*.log

@@ -80,6 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fidelity.add_argument("problems", nargs="+", help="JSON problem lists")
     fidelity.add_argument("--search-space", default="DEFAULT", choices=["DEFAULT", "EXHAUSTIVE"])
     fidelity.add_argument("-o", "--output", required=True, help="JSON report to write")
+    fidelity.add_argument("--max-seconds", type=float, help="compile no further problem with Inductor after this long")
     fidelity.set_defaults(run=run_fidelity)
 
 
@@ -180,7 +181,7 @@ def run_fidelity(args: argparse.Namespace) -> int:
 
     problems = [problem for path in args.problems for _, problem in shapes.from_json(path)]
     meta = DatasetMeta(hardware_of("cuda:0"), environment(0))
-    report = fidelity(problems, meta, search_space=args.search_space)
+    report = fidelity(problems, meta, search_space=args.search_space, max_seconds=args.max_seconds)
     report["environment"] = meta.environment
     Path(args.output).write_text(json.dumps(report, indent=1) + "\n")
     print(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 import tempfile
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,10 +108,27 @@ def _ranks(values: Sequence[float]) -> list[float]:
 
 
 def run_fidelity(
-    problems: Sequence[GemmProblem], meta: DatasetMeta, *, search_space: str = "DEFAULT", method=TimingMethod()
+    problems: Sequence[GemmProblem],
+    meta: DatasetMeta,
+    *,
+    search_space: str = "DEFAULT",
+    method=TimingMethod(),
+    max_seconds: float | None = None,
 ) -> dict[str, Any]:
-    """Time ``problems`` with Inductor and with the sweep; per-problem comparisons and totals."""
-    observed = [inductor_timings(p, search_space) for p in problems]
+    """Time ``problems`` with Inductor and with the sweep; per-problem comparisons and totals.
+
+    Problems whose Inductor compile fails are reported under ``errors``; after ``max_seconds``
+    no further problem is compiled (the sweep still times those Inductor did).
+    """
+    started = time.monotonic()
+    observed, errors = [], {}
+    for problem in problems:
+        if max_seconds is not None and time.monotonic() - started > max_seconds:
+            break
+        try:
+            observed.append(inductor_timings(problem, search_space))
+        except Exception as err:  # reported: one failing compile must not lose the others
+            errors[problem.describe()] = f"{type(err).__name__}: {err}"[:500]
     planned = [
         PlannedProblem(
             item.problem,
@@ -134,4 +152,5 @@ def run_fidelity(
         "winner_within_3pct": sum(r["winner_within_3pct"] for r in rows),
         "sweep": report.summary(),
         "rows": rows,
+        "errors": errors,
     }

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -48,7 +50,7 @@ class SweepReport:
     timing_seconds: float = 0.0
     wait_seconds: float = 0.0
     wall_seconds: float = 0.0
-    sleeps: int = 0
+    host_us: dict[str, float] = field(default_factory=dict)  # median host time to issue a launch
     retimed: list[tuple[float, float]] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
 
@@ -118,19 +120,29 @@ def run_sweep(
         start_method="spawn",
     )
     bar = Progress(total=len(todo), enabled=progress)
+    # `timeout` and batch systems stop with SIGTERM: pass it on so that workers flush their shards
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         while not gpus.join(timeout=0.5):
             bar.update(
                 int(counters["done"].value),
                 f"{int(counters['pairs'].value):,} pairs, kernels {compiled['count']:,}/{len(keys):,}",
             )
+    except KeyboardInterrupt:
+        for process in gpus.processes:
+            process.terminate()
+        for process in gpus.processes:
+            process.join(30)
+        raise
     finally:
+        signal.signal(signal.SIGTERM, previous)
         pool.shutdown(wait=False, cancel_futures=True)
         bar.close()
     for _ in devices:
         worker = results.get(timeout=60)
-        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "sleeps"):
+        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds"):
             setattr(report, name, getattr(report, name) + worker[name])
+        report.host_us.update(worker["host_us"])
         report.retimed.extend(worker["retimed"])
         report.devices.append(worker["device"])
     report.kernel_failures = sum(1 for error in ready.values() if error)
@@ -173,13 +185,20 @@ def _compile_all(pool: ProcessPoolExecutor, keys: dict[tuple, int], ready, compi
 # -- timing (one process per GPU) ----------------------------------------------------------------
 
 
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters, results, deadline, retime_every):
+    # stopped by the parent with SIGTERM: leave through the `with ShardWriter` block, which flushes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     device = devices[rank]
     torch.cuda.set_device(device)
     timer = Timer(method)
     stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0}
     stats["device"] = f"cuda:{device} {torch.cuda.get_device_name(device)}"
     retimed: list[tuple[float, float]] = []
+    host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
     kernels: dict[int, Any] = {}
     known: dict[int, str] = {}
     with ShardWriter(output, meta, tag=f"gpu{device}", every=8, seconds=20) as writer:
@@ -204,6 +223,8 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
                 first = dict(zip(result.configs, result.times_us))
                 retimed.extend((first[c], t) for c, t in zip(again.configs, again.times_us) if c in first)
             stats["timing_seconds"] += time.perf_counter() - started
+            for config, host_us in zip(result.configs, timer.host_us):
+                host[KIND_ATEN if config.kind == KIND_ATEN else "triton"].append(host_us)
             writer.add(result)
             stats["problems"] += 1
             stats["pairs"] += len(result.times_us)
@@ -211,7 +232,7 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
             with counters["done"].get_lock():
                 counters["done"].value += 1
                 counters["pairs"].value += len(result.times_us)
-    stats["sleeps"] = timer.sleeps
+    stats["host_us"] = {f"{kind}_median": statistics.median(v) for kind, v in host.items() if v}
     stats["retimed"] = retimed
     results.put(stats)
 
@@ -337,15 +358,19 @@ def time_problem(
 
 
 class _tf32:
-    """Set ATen's float32 matmul precision for the block (Inductor reads the same flag)."""
+    """Allow TF32 in float32 matmuls for the block (ATen and Inductor read the same setting).
+
+    Through ``torch.set_float32_matmul_precision``, which sets every backend alike: setting
+    only ``torch.backends.cuda.matmul.fp32_precision`` makes Inductor's own
+    ``torch.get_float32_matmul_precision()`` raise (torch 2.11 and 2.13)."""
 
     def __init__(self, enabled: bool) -> None:
-        self.value = "tf32" if enabled else "ieee"
+        self.value = "high" if enabled else "highest"
 
     def __enter__(self) -> None:
-        self.saved = torch.backends.cuda.matmul.fp32_precision
-        torch.backends.cuda.matmul.fp32_precision = self.value
+        self.saved = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision(self.value)
 
     def __exit__(self, *exc: object) -> None:
-        torch.backends.cuda.matmul.fp32_precision = self.saved
+        torch.set_float32_matmul_precision(self.saved)
 
