@@ -10,8 +10,8 @@ import torch
 from diode_backend.model.calibration import calibrate, confidence_raw, fit_calibration
 
 
-def test_agreement_counts_members_whose_pick_the_mean_puts_within_5_percent():
-    # Three candidates; the mean (log space) puts candidate 0 first and candidate 1 3% behind it,
+def test_raw_score_is_agreement_times_separation():
+    # Three candidates; the mean (log space) puts candidate 0 first and candidate 1 behind it,
     # candidate 2 far behind.
     log_times = torch.log(
         torch.tensor(
@@ -23,7 +23,13 @@ def test_agreement_counts_members_whose_pick_the_mean_puts_within_5_percent():
             ]
         )
     )
-    assert confidence_raw(log_times) == 0.75
+    mean = log_times.mean(0)
+    gap = float(mean[1] - mean[0])
+    assert confidence_raw(log_times) == pytest.approx(0.75 * (1 - math.exp(-gap / math.log(1.05))))
+    # a clear winner every member agrees on scores near 1; a tie scores 0
+    assert confidence_raw(torch.log(torch.tensor([[1.0, 3.0], [1.0, 3.0]]))) > 0.99
+    assert confidence_raw(torch.log(torch.tensor([[1.0, 1.0, 3.0]]))) == 0.0
+    assert confidence_raw(torch.zeros(3, 1)) == 1.0
 
 
 def test_calibration_interpolates_between_edges_and_is_flat_outside():
@@ -35,24 +41,26 @@ def test_calibration_interpolates_between_edges_and_is_flat_outside():
     assert calibrate({"edges": [0.5], "values": [0.7]}, 0.9) == 0.7
 
 
-def test_fit_is_monotone_at_every_level_and_shrinks_sparse_levels():
-    # 4 members: levels 0, .25, .5, .75, 1. Level .5 is seen once and hit, level .75 mostly missed.
-    raw = [1.0] * 20 + [0.75] * 4 + [0.5] + [0.0] * 3
-    hits = [True] * 18 + [False] * 2 + [True, False, False, False] + [True] + [False] * 3
-    calibration = fit_calibration(raw, hits, members=4)
-    assert calibration["edges"] == [0.0, 0.25, 0.5, 0.75, 1.0]
-    values = calibration["values"]
-    assert values == sorted(values)
-    overall = (20 + 0.5) / (28 + 1)
-    assert values[-1] == pytest.approx((18 + overall) / 21)
-    assert values[0] == pytest.approx((0 + overall) / 4)
-    # .5 (1 of 1) and .75 (1 of 4) violate the order: pooled, weighted by their counts
-    pooled = ((1 + overall) / 2 * 1 + (1 + overall) / 5 * 4) / 5
-    assert values[2] == pytest.approx(pooled) and values[3] == pytest.approx(pooled)
-    assert values[1] == pytest.approx((values[0] + values[2]) / 2)  # never seen: interpolated
-    assert all(0 <= v <= 1 and not math.isnan(v) for v in values)
+def test_fit_bins_by_score_shrinks_and_is_monotone():
+    # 32 problems: four groups of 8 by score; hit counts 2, 6, 5, 8 (the third violates the order).
+    raw = [i / 32 for i in range(32)]
+    hits = [i < 2 for i in range(8)] + [i < 6 for i in range(8)] + [i < 5 for i in range(8)] + [True] * 8
+    calibration = fit_calibration(raw, hits, bins=4)
+    overall = (21 + 0.5) / 33
+    edges, values = calibration["edges"], calibration["values"]
+    assert edges == pytest.approx([3.5 / 32, 11.5 / 32, 19.5 / 32, 27.5 / 32])
+    assert values == sorted(values) and all(0 < v < 1 for v in values)
+    assert values[0] == pytest.approx((2 + overall) / 9)
+    pooled = ((6 + overall) / 9 + (5 + overall) / 9) / 2  # PAV merges the violating pair
+    assert values[1] == pytest.approx(pooled) and values[2] == pytest.approx(pooled)
+    assert values[3] == pytest.approx((8 + overall) / 9)
+
+
+def test_fit_with_few_problems_is_one_group():
+    calibration = fit_calibration([0.2, 0.9, 0.5], [True, True, False])
+    assert calibration == {"edges": [pytest.approx(1.6 / 3)], "values": [pytest.approx((2 + 2.5 / 4) / 4)]}
 
 
 def test_fit_needs_data():
     with pytest.raises(ValueError, match="at least one"):
-        fit_calibration([], [], members=4)
+        fit_calibration([], [])

@@ -60,12 +60,12 @@ def test_training_writes_a_checkpoint_the_scorer_loads(problems, tmp_path):
     assert not (tmp_path / "model.pt.state").exists()  # finished: nothing to resume
     saved = torch.load(tmp_path / "model.pt", weights_only=True)
     assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 2)
-    assert saved["calibration"]["edges"] == [0.0, 1 / 3, 2 / 3, 1.0]
+    assert len(saved["calibration"]["edges"]) == 1  # 3 calibration problems: one group
     assert len(saved["training"]["history"]) == result.epochs == 4
     scorer = LearnedScorer.load(tmp_path / "model.pt")
     prediction = scorer.predict(problems[0].problem, SPACE, H100)
     assert len(prediction.times_us) == len(SPACE) and all(t > 0 for t in prediction.times_us)
-    assert 0.0 < prediction.confidence < 1.0
+    assert 0.0 < prediction.confidence < 1.0  # never certain from 3 held-out problems
 
 
 def test_the_model_learns_what_the_analytical_scorer_misses(tmp_path):

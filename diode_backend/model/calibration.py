@@ -1,16 +1,20 @@
-"""How sure a timing model is of its top pick: the raw ensemble agreement, its calibration, and
-fitting that calibration on held-out problems.
+"""How sure a timing model is of its top pick: a raw score, its calibration, and fitting that
+calibration on held-out problems.
 
-``raw`` (:func:`confidence_raw`): the fraction of ensemble members whose own fastest candidate
-is, by the ensemble-mean prediction, within 5% of the mean's fastest; it takes the values
-``0, 1/E, ..., 1``. The calibration, stored in the checkpoint as ``{"edges": [...], "values":
-[...]}``, maps it piecewise-linearly (:func:`calibrate`) to the probability that the mean's pick
-is truly within 5% of the fastest candidate.
+``raw`` (:func:`confidence_raw`) in [0, 1] is the product of two signals from the ensemble's
+per-member predictions: the fraction of members whose own fastest candidate is, by the
+ensemble mean, within 5% of the mean's fastest (agreement), and ``1 - exp(-gap / log 1.05)``
+where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation).
+On H100 data the agreement alone hardly told hits from misses (the members share the model's
+bias), while misses concentrated where the predicted top was crowded. The calibration, stored in
+the checkpoint as ``{"edges": [...], "values": [...]}``, maps ``raw`` piecewise-linearly
+(:func:`calibrate`) to the probability that the mean's pick is truly within 5% of the fastest.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -20,12 +24,15 @@ TOLERANCE = 0.05
 
 
 def confidence_raw(member_log_times: torch.Tensor) -> float:
-    """Raw agreement in [0, 1] from per-member predictions ``[E, n]`` (natural-log
-    microseconds); the ensemble mean is taken in log space."""
+    """The raw score in [0, 1] from per-member predictions ``[E, n]`` (natural-log
+    microseconds; the ensemble mean is taken in log space). One candidate: 1."""
     mean = member_log_times.mean(0)
+    if mean.numel() < 2:
+        return 1.0
     picks = member_log_times.argmin(1)
-    agree = mean[picks] <= mean.min() + math.log1p(TOLERANCE)
-    return float(agree.double().mean())
+    agreement = float((mean[picks] <= mean.min() + math.log1p(TOLERANCE)).double().mean())
+    best, runner_up = torch.topk(mean, 2, largest=False).values.tolist()
+    return agreement * (1.0 - math.exp(-(runner_up - best) / math.log1p(TOLERANCE)))
 
 
 def calibrate(calibration: Mapping[str, Sequence[float]], raw: float) -> float:
@@ -41,32 +48,32 @@ def calibrate(calibration: Mapping[str, Sequence[float]], raw: float) -> float:
     return float(values[-1])
 
 
-def fit_calibration(raw: Sequence[float], hits: Sequence[bool], members: int) -> dict[str, list[float]]:
-    """Fit values at the raw levels ``0, 1/E, ..., 1`` from held-out ``(raw, hit)`` pairs.
+def fit_calibration(raw: Sequence[float], hits: Sequence[bool], bins: int = 8) -> dict[str, list[float]]:
+    """Fit ``(edges, values)`` from held-out ``(raw, hit)`` pairs.
 
-    Each level's value is its observed hit rate shrunk towards the overall rate (itself shrunk
-    by half a pseudo observation each way, so no level claims certainty from finite data) by one
-    pseudo observation (few held-out problems sit at low agreement), then made non-decreasing by
-    pool-adjacent-violators (more agreement never means less confidence). Levels no problem
-    reached are interpolated from their neighbours.
+    The pairs are sorted by ``raw`` and cut into at most ``bins`` groups of equal size (at least
+    8 pairs each); a group's edge is its mean ``raw``, its value its hit rate shrunk towards the
+    overall rate by one pseudo observation (the overall rate itself shrunk by half a pseudo
+    observation each way, so no group claims certainty from finite data), then made
+    non-decreasing by pool-adjacent-violators (a higher score never means less confidence).
+    Groups with equal mean ``raw`` are merged.
     """
     if not raw:
         raise ValueError("calibration needs at least one held-out problem")
-    levels = [k / members for k in range(members + 1)]
-    counts = [0] * len(levels)
-    successes = [0] * len(levels)
-    for value, hit in zip(raw, hits):
-        level = round(value * members)
-        counts[level] += 1
-        successes[level] += int(hit)
-    overall = (sum(successes) + 0.5) / (sum(counts) + 1)
-    present = [k for k in range(len(levels)) if counts[k]]
-    rates = [(successes[k] + overall) / (counts[k] + 1) for k in present]
-    fitted = {
-        "edges": [levels[k] for k in present],
-        "values": _pool_adjacent_violators(rates, [counts[k] for k in present]),
-    }
-    return {"edges": levels, "values": [calibrate(fitted, level) for level in levels]}
+    pairs = sorted(zip(raw, map(bool, hits)))
+    overall = (sum(hit for _, hit in pairs) + 0.5) / (len(pairs) + 1)
+    count = max(1, min(bins, len(pairs) // 8))
+    groups: list[list[tuple[float, bool]]] = []
+    for index in range(count):
+        group = pairs[index * len(pairs) // count : (index + 1) * len(pairs) // count]
+        edge = statistics.fmean(r for r, _ in group)
+        if groups and statistics.fmean(r for r, _ in groups[-1]) == edge:
+            groups[-1] += group
+        else:
+            groups.append(group)
+    edges = [statistics.fmean(r for r, _ in group) for group in groups]
+    rates = [(sum(hit for _, hit in group) + overall) / (len(group) + 1) for group in groups]
+    return {"edges": edges, "values": _pool_adjacent_violators(rates, [len(group) for group in groups])}
 
 
 def _pool_adjacent_violators(values: list[float], weights: list[int]) -> list[float]:

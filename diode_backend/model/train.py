@@ -226,7 +226,7 @@ def train(
     model.load_state_dict(loop.best_state)
     model.eval()
     raw, hits = holdout_confidence(model, calibration_rows)
-    calibration = fit_calibration(raw, hits, options.ensemble)
+    calibration = fit_calibration(raw, hits)
     checkpoint = checkpoint_data(
         model, feature_schema=extractor.schema, feature_version=extractor.version, calibration=calibration
     )
@@ -388,8 +388,8 @@ def evaluate_holdout(model: TimingModel, rows: _Rows, options: TrainOptions) -> 
 
 
 def holdout_confidence(model: TimingModel, rows: _Rows) -> tuple[list[float], list[bool]]:
-    """For each held-out problem: the raw confidence (ensemble agreement) and whether the
-    ensemble-mean pick really was within 5% of the best."""
+    """For each held-out problem: the raw confidence score and whether the ensemble-mean pick
+    really was within 5% of the best."""
     predictions = _mean_predictions(model, rows)
     raw, hits = [], []
     for i in range(len(rows)):
