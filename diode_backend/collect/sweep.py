@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import signal
 import statistics
 import sys
@@ -120,10 +121,16 @@ def run_sweep(
         start_method="spawn",
     )
     bar = Progress(total=len(todo), enabled=progress)
+    finished: list[dict] = []
     # `timeout` and batch systems stop with SIGTERM: pass it on so that workers flush their shards
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        while not gpus.join(timeout=0.5):
+        while True:
+            # read the workers' reports while they run: a worker cannot exit before what it
+            # put on the queue is read (a large report filled the pipe and hung the first runs)
+            finished += _drain(results)
+            if gpus.join(timeout=0.5):
+                break
             bar.update(
                 int(counters["done"].value),
                 f"{int(counters['pairs'].value):,} pairs, kernels {compiled['count']:,}/{len(keys):,}",
@@ -138,8 +145,8 @@ def run_sweep(
         signal.signal(signal.SIGTERM, previous)
         pool.shutdown(wait=False, cancel_futures=True)
         bar.close()
-    for _ in devices:
-        worker = results.get(timeout=60)
+    finished += _drain(results)
+    for worker in finished:
         for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds"):
             setattr(report, name, getattr(report, name) + worker[name])
         report.host_us.update(worker["host_us"])
@@ -183,6 +190,15 @@ def _compile_all(pool: ProcessPoolExecutor, keys: dict[tuple, int], ready, compi
 
 
 # -- timing (one process per GPU) ----------------------------------------------------------------
+
+
+def _drain(results) -> list[dict]:
+    out = []
+    while True:
+        try:
+            out.append(results.get_nowait())
+        except queue.Empty:
+            return out
 
 
 def _raise_interrupt(signum, frame) -> None:

@@ -12,11 +12,13 @@ every candidate of a problem is timed in one pass without synchronizing in betwe
 3. one synchronization; a candidate's time is the median of all its runs.
 
 Events only time a kernel correctly while the GPU has queued work: if the queue runs dry
-between the start event and the launch, the gap is counted. A launch's host time (measured on
-its warm-up run) can exceed the flush kernel's GPU time, especially for ATen calls and on a host
-busy compiling (seen on the H100: cuBLAS times of 50 to 120 us for 6 us problems). So each timed
-run is issued as ``flush, sleep, start event, launch, end event``, the sleep kernel
-(``torch.cuda._sleep``) lasting twice the launch's host time less the flush time: the launch is
+between the start event and the launch, the gap is counted. The host needs longer to issue one
+timed run (flush, events, launch: 20 to 40 us, more for ATen calls or on a host busy compiling)
+than the flush keeps the GPU busy (about 20 us), so small kernels were timed at a floor of about
+25 us, and cuBLAS at 50 to 120 us on 6 us problems (H100 runs of 2026-11-22). So each timed run
+is issued as ``flush, sleep, start event, launch, end event``, the sleep kernel
+(``torch.cuda._sleep``) lasting twice the host time of a whole run (the launch's own, measured
+per candidate, plus the rest of the loop, measured per pass) less the flush time: the launch is
 queued before the GPU reaches the start event. Inductor's benchmarker has no such guard.
 """
 
@@ -41,6 +43,7 @@ class TimingMethod:
     max_reps: int = 10
     budget_us: float = 1500.0
     flush_l2: bool = True
+    min_guard_us: float = 10.0
     max_guard_us: float = 1000.0
 
     def describe(self) -> dict[str, Any]:
@@ -66,6 +69,8 @@ class Timer:
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         self.flush_us = self._time_flush() if method.flush_l2 else 0.0
         self.host_us: list[float] = []  # each candidate's launch host time, of the last problem
+        # host time of a run's flush, sleep and events (all but the launch), of the last pass
+        self.loop_us = self._time_loop()
 
     def time(self, launches: Sequence[Callable[[], Any]]) -> list[list[float]]:
         """The timed runs of each launch, in microseconds (estimate run first)."""
@@ -75,11 +80,13 @@ class Timer:
         gc.disable()  # a collection between the start event and the launch would be timed
         try:
             self.host_us = [self._host_time(launch) for launch in launches]
-            guards = [self._guard_cycles(host) for host in self.host_us]
-            estimates = self._run([(i, launches[i], guards[i]) for i in range(len(launches))])
+            estimates = self._run([(i, launch, self._guard_cycles(i)) for i, launch in enumerate(launches)])
             reps = [self._reps(samples[0]) for samples in estimates]
             schedule = [
-                (i, launches[i], guards[i]) for r in range(max(reps)) for i in range(len(launches)) if reps[i] > r
+                (i, launches[i], self._guard_cycles(i))
+                for r in range(max(reps))
+                for i in range(len(launches))
+                if reps[i] > r
             ]
             timed = self._run(schedule, len(launches))
         finally:
@@ -106,9 +113,16 @@ class Timer:
             best = min(best, (time.perf_counter() - started) * 1e6)
         return best
 
-    def _guard_cycles(self, host_us: float) -> int:
-        sleep_us = min(2 * host_us - self.flush_us, self.method.max_guard_us)
-        return int(sleep_us * self._cycles_per_us) if sleep_us > 0 else 0
+    def _guard_cycles(self, i: int) -> int:
+        m = self.method
+        sleep_us = 2 * (self.host_us[i] + self.loop_us) - self.flush_us
+        return int(min(max(sleep_us, m.min_guard_us), m.max_guard_us) * self._cycles_per_us)
+
+    def _time_loop(self) -> float:
+        """The host time of a timed run without its launch, calibrated on an idle GPU."""
+        self.host_us = [0.0] * 20
+        self._run([(i, lambda: None, 1) for i in range(20)])
+        return self.loop_us
 
     def _time_flush(self) -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -125,6 +139,7 @@ class Timer:
         count = len(schedule) if count is None else count
         while len(self._events) < len(schedule):
             self._events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+        started = time.perf_counter()
         for j, (_, launch, guard) in enumerate(schedule):
             start, end = self._events[j]
             if self.method.flush_l2:
@@ -134,6 +149,11 @@ class Timer:
             start.record()
             launch()
             end.record()
+        issued = (time.perf_counter() - started) * 1e6 / len(schedule)
+        # the next pass guards with what this one cost the host besides the launches
+        launches_us = sum(self.host_us[i] for i, _, _ in schedule) / len(schedule)
+        # (a pass slowed by a full launch queue had the GPU busy anyway: cap what it teaches)
+        self.loop_us = min(max(issued - launches_us, 0.0), 100.0)
         torch.cuda.synchronize()
         samples: list[list[float]] = [[] for _ in range(count)]
         for j, (i, _, _) in enumerate(schedule):
