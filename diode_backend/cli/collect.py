@@ -184,8 +184,11 @@ def run_fidelity(args: argparse.Namespace) -> int:
     report = fidelity(problems, meta, search_space=args.search_space, max_seconds=args.max_seconds)
     report["environment"] = meta.environment
     Path(args.output).write_text(json.dumps(report, indent=1) + "\n")
-    print(
-        f"{report['problems']} problems: median Spearman {report['median_spearman']:.3f}, "
-        f"winner within 3% on {report['winner_within_3pct']}/{report['problems']}"
-    )
+    for name, title in (("kernels", "vs Inductor's kernels (same timer)"), ("inductor", "vs Inductor's benchmark")):
+        t = report[name]
+        print(
+            f"{report['problems']} problems {title}: median Spearman {t['median_spearman']} (Triton alone "
+            f"{t['triton_median_spearman']}), winner within 3% on {t['winner_within_3pct']} "
+            f"(Triton alone {t['triton_winner_within_3pct']})"
+        )
     return 0

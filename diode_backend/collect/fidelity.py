@@ -2,10 +2,19 @@
 
 For each problem, Inductor compiles the GEMM with max-autotune and its feedback hook records its
 benchmark of every choice (:func:`~diode_backend.inductor.feedback.record_inductor_timings`).
-The sweep then times the same configs (and ATen) on the same problem. Per problem we report the
-Spearman rank correlation of the two timings over their shared candidates, and whether the
-sweep's winner is within 3% of the best by Inductor's own timings. Inductor's shape padding is
-switched off so that both time the same problem.
+Inductor's compiled kernels are then run again under the sweep's timer, and the sweep times its
+own kernels for the same configs (and ATen). Two comparisons per problem, over shared
+candidates:
+
+* ``kernels``: the sweep's kernels against Inductor's kernels, both under the sweep's timer. This
+  is the test of the runtime-shaped kernels: they should rank as Inductor's static ones.
+* ``inductor``: the sweep against Inductor's own benchmark, whose method differs (no guard
+  against host launch gaps, minimum instead of median): small kernels and ATen calls come out
+  slower there.
+
+Each reports the Spearman rank correlation, for all candidates and for Triton configs alone,
+and whether the sweep's winner is within 3% of the best by the other clock. Inductor's shape
+padding is off so that both time the same problem.
 """
 
 from __future__ import annotations
@@ -14,27 +23,27 @@ import math
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from ..dataset import DatasetMeta, ProblemTimings, load_dataset
-from ..problem import KIND_ATEN, KIND_TRITON, GemmProblem
+from ..problem import KIND_ATEN, KIND_TRITON, GemmProblem, KernelConfig
 from .plan import PlannedProblem
-from .sweep import make_operands, run_sweep
-from .timing import TimingMethod
+from .sweep import TOLERANCE, _tf32, make_operands, run_sweep
+from .timing import Timer, TimingMethod
 
 WINNER_SLACK = 1.03
 
 
 def inductor_timings(
     problem: GemmProblem, search_space: str = "DEFAULT", device: str = "cuda", backends: str = "ATEN,TRITON"
-) -> ProblemTimings:
-    """Compile ``problem``'s op with max-autotune and return what Inductor benchmarked, in
-    microseconds."""
-    from ..inductor.feedback import record_inductor_timings
-    from .sweep import _tf32
+) -> tuple[ProblemTimings, dict[KernelConfig, Callable[[], Any]], dict]:
+    """Compile ``problem``'s op with max-autotune and return what Inductor benchmarked (in
+    microseconds), a launch of each of its ATen and Triton kernels, and the operands those
+    launches use (``make_operands``; the output is ``ops["out"]``)."""
+    from ..inductor.feedback import choice_launcher, record_inductor_timings
 
     ops = make_operands(problem, device)
     a, b, bias = ops["a"], ops["b"], ops["bias"]
@@ -52,36 +61,64 @@ def inductor_timings(
         "comprehensive_padding": False,
     }
     torch._dynamo.reset()
-    with _tf32(problem.allow_tf32), record_inductor_timings() as record:
+    with _tf32(problem.allow_tf32), record_inductor_timings(keep_choices=True) as record:
         torch.compile(fn, options=options, dynamic=False)(*args)
     found = [item for item in record.problems if item.problem == problem]
     if not found:
         seen = [item.problem.describe() for item in record.problems] + [f"{n}: {why}" for n, why in record.skipped]
         raise RuntimeError(f"Inductor did not autotune {problem.describe()} (saw {seen})")
-    return found[0]
+    # Inductor's kernels take the bias expanded to the output's shape, as its lowering does
+    inputs = (a, b) if bias is None else (bias.expand(ops["out"].shape), a, b)
+    launches = {}
+    for config, choice in record.choices[problem].items():
+        launch = choice_launcher(choice, inputs, ops["out"])
+        if launch is not None and config.kind in (KIND_ATEN, KIND_TRITON):
+            launches[config] = launch
+    return found[0], launches, ops
 
 
-def compare(inductor: ProblemTimings, sweep: ProblemTimings) -> dict[str, Any]:
-    """Rank agreement of two timings of one problem over their shared candidates."""
+def time_launches(
+    problem: GemmProblem, launches: dict[KernelConfig, Callable[[], Any]], ops: dict, timer: Timer
+) -> ProblemTimings:
+    """Check each launch's result against the reference, then time them as the sweep times its
+    own kernels (microseconds)."""
+    tolerance = TOLERANCE["tf32" if problem.allow_tf32 else problem.dtype]
+    scale = ops["ref"].abs().max().item()
+    kept = {}
+    with _tf32(problem.allow_tf32):
+        for config, launch in launches.items():
+            ops["out"].fill_(math.nan)
+            launch()
+            if (ops["out"].float() - ops["ref"]).abs().max().item() <= tolerance * scale:
+                kept[config] = launch
+        samples = timer.time(list(kept.values()))
+    return ProblemTimings(problem, tuple(kept), tuple(Timer.summarize(s) for s in samples), failed=len(launches) - len(kept))
+
+
+def compare(reference: ProblemTimings, sweep: ProblemTimings) -> dict[str, Any]:
+    """Rank agreement of the sweep with a reference timing of the same problem (shared
+    candidates; ``triton_*`` over the Triton configs alone)."""
     ours = dict(zip(sweep.configs, sweep.times_us))
-    theirs = {c: t for c, t in zip(inductor.configs, inductor.times_us) if c in ours}
-    shared = list(theirs)
-    rho = spearman([theirs[c] for c in shared], [ours[c] for c in shared])
-    sweep_best = min(shared, key=ours.__getitem__)
-    inductor_best = min(shared, key=theirs.__getitem__)
-    aten = [c for c in shared if c.kind == KIND_ATEN]
-    return {
-        "problem": inductor.problem.describe(),
-        "candidates": len(shared),
-        "spearman": rho,
-        "sweep_winner": sweep_best.describe(),
-        "inductor_winner": inductor_best.describe(),
-        # how much slower, by Inductor's clock, the sweep's pick is than Inductor's pick
-        "winner_ratio": theirs[sweep_best] / theirs[inductor_best],
-        "winner_within_3pct": theirs[sweep_best] <= WINNER_SLACK * theirs[inductor_best],
-        "aten_ratio_sweep_over_inductor": [ours[c] / theirs[c] for c in aten],
-        "median_ratio_sweep_over_inductor": statistics.median(ours[c] / theirs[c] for c in shared),
-    }
+    theirs = {c: t for c, t in zip(reference.configs, reference.times_us) if c in ours}
+    out: dict[str, Any] = {}
+    for prefix, shared in (("", list(theirs)), ("triton_", [c for c in theirs if c.kind == KIND_TRITON])):
+        if len(shared) < 2:
+            continue
+        sweep_best = min(shared, key=ours.__getitem__)
+        reference_best = min(shared, key=theirs.__getitem__)
+        out.update(
+            {
+                f"{prefix}candidates": len(shared),
+                f"{prefix}spearman": spearman([theirs[c] for c in shared], [ours[c] for c in shared]),
+                # how much slower, by the reference's clock, the sweep's pick is than its own pick
+                f"{prefix}winner_ratio": theirs[sweep_best] / theirs[reference_best],
+                f"{prefix}winner_within_3pct": theirs[sweep_best] <= WINNER_SLACK * theirs[reference_best],
+            }
+        )
+    out["sweep_winner"] = min(ours, key=ours.__getitem__).describe()
+    out["median_ratio_sweep_over_reference"] = statistics.median(ours[c] / theirs[c] for c in theirs)
+    out["aten_ratio_sweep_over_reference"] = [ours[c] / theirs[c] for c in theirs if c.kind == KIND_ATEN]
+    return out
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
@@ -112,45 +149,65 @@ def run_fidelity(
     meta: DatasetMeta,
     *,
     search_space: str = "DEFAULT",
-    method=TimingMethod(),
+    method: TimingMethod = TimingMethod(),
     max_seconds: float | None = None,
 ) -> dict[str, Any]:
-    """Time ``problems`` with Inductor and with the sweep; per-problem comparisons and totals.
+    """Compare the sweep with Inductor on ``problems`` (see the module docstring).
 
     Problems whose Inductor compile fails are reported under ``errors``; after ``max_seconds``
     no further problem is compiled (the sweep still times those Inductor did).
     """
     started = time.monotonic()
-    observed, errors = [], {}
+    timer = Timer(method)
+    observed, retimed, errors = [], {}, {}
     for problem in problems:
         if max_seconds is not None and time.monotonic() - started > max_seconds:
             break
         try:
-            observed.append(inductor_timings(problem, search_space))
+            item, launches, ops = inductor_timings(problem, search_space)
+            retimed[problem] = time_launches(problem, launches, ops, timer)
+            observed.append(item)
         except Exception as err:  # reported: one failing compile must not lose the others
             errors[problem.describe()] = f"{type(err).__name__}: {err}"[:500]
     planned = [
-        PlannedProblem(
-            item.problem,
-            tuple(c for c in item.configs if c.kind in (KIND_ATEN, KIND_TRITON)),
-            "validation",
-            "fidelity",
-            "observed",
-        )
+        PlannedProblem(item.problem, tuple(c for c in item.configs if c.kind in (KIND_ATEN, KIND_TRITON)), "validation", "fidelity", "observed")
         for item in observed
     ]
     with tempfile.TemporaryDirectory() as tmp:
         report = run_sweep(planned, tmp, meta, method=method, progress=False)
         swept = {item.problem: item for item in load_dataset(tmp)}
-    rows = [compare(item, swept[item.problem]) for item in observed if item.problem in swept]
-    rhos = [r["spearman"] for r in rows if not math.isnan(r["spearman"])]
+    rows = []
+    for item in observed:
+        sweep = swept[item.problem]
+        ours = dict(zip(sweep.configs, sweep.times_us))
+        kernels = dict(zip(retimed[item.problem].configs, retimed[item.problem].times_us))
+        rows.append(
+            {
+                "problem": item.problem.describe(),
+                "kernels": compare(retimed[item.problem], sweep),
+                "inductor": compare(item, sweep),
+                # config, Inductor's benchmark, Inductor's kernel under the sweep's timer, the sweep
+                "times_us": [
+                    [c.describe(), t, kernels.get(c), ours.get(c)] for c, t in zip(item.configs, item.times_us)
+                ],
+            }
+        )
     return {
         "search_space": search_space,
         "problems": len(rows),
-        "median_spearman": statistics.median(rhos) if rhos else None,
-        "min_spearman": min(rhos) if rhos else None,
-        "winner_within_3pct": sum(r["winner_within_3pct"] for r in rows),
+        "kernels": _totals([r["kernels"] for r in rows]),
+        "inductor": _totals([r["inductor"] for r in rows]),
         "sweep": report.summary(),
         "rows": rows,
         "errors": errors,
     }
+
+
+def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for prefix in ("", "triton_"):
+        rhos = [r[f"{prefix}spearman"] for r in rows if not math.isnan(r.get(f"{prefix}spearman", math.nan))]
+        out[f"{prefix}median_spearman"] = statistics.median(rhos) if rhos else None
+        out[f"{prefix}min_spearman"] = min(rhos) if rhos else None
+        out[f"{prefix}winner_within_3pct"] = sum(bool(r.get(f"{prefix}winner_within_3pct")) for r in rows)
+    return out

@@ -11,14 +11,15 @@ candidate, whatever its kind (Triton templates, ATen, C++ templates on CPU, ...)
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import counters
 from ..dataset import ProblemTimings
-from ..problem import KernelConfig
+from ..problem import GemmProblem, KernelConfig
 from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
 
 
@@ -30,6 +31,8 @@ class FeedbackRecord:
     split: str = "train"
     problems: list[ProblemTimings] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: with ``keep_choices``: each problem's Inductor choices by config, to run them again
+    choices: dict[GemmProblem, dict[KernelConfig, Any]] | None = None
 
     def save(self, timings: dict, name: str, input_nodes: list, choices: list, *_: Any) -> None:
         """The feedback saver: Inductor passes ``{choice: milliseconds}``, the op name, its
@@ -56,6 +59,8 @@ class FeedbackRecord:
                 continue
             configs.append(_config_of(choice))
             times.append(ms * 1000.0)
+            if self.choices is not None:
+                self.choices.setdefault(problem, {})[configs[-1]] = choice
         return ProblemTimings(
             problem=problem,
             configs=tuple(configs),
@@ -69,8 +74,9 @@ class FeedbackRecord:
 
 
 @contextlib.contextmanager
-def record_inductor_timings(split: str = "train") -> Iterator[FeedbackRecord]:
-    """Record every GEMM that Inductor autotunes inside the block.
+def record_inductor_timings(split: str = "train", keep_choices: bool = False) -> Iterator[FeedbackRecord]:
+    """Record every GEMM that Inductor autotunes inside the block (``keep_choices``: also keep
+    Inductor's choice objects, for :func:`choice_launcher`).
 
     Inductor's FX-graph and autotuning caches are switched off inside the block, so that each
     compiled GEMM is benchmarked in this process rather than replayed from disk; a function
@@ -79,12 +85,12 @@ def record_inductor_timings(split: str = "train") -> Iterator[FeedbackRecord]:
 
         with record_inductor_timings() as record:
             torch.compile(model, mode="max-autotune-no-cudagraphs")(x)
-        ShardWriter(path, meta).add(...)  # or diode_backend.collect.feedback_cli
+        # record.problems: one ProblemTimings per GEMM (``diode collect feedback`` saves them)
     """
     from torch._inductor import config
     from torch._inductor.select_algorithm import get_algorithm_selector_cache
 
-    record = FeedbackRecord(split=split)
+    record = FeedbackRecord(split=split, choices={} if keep_choices else None)
     cache = get_algorithm_selector_cache()
     cache.add_feedback_saver(record.save)
     try:
@@ -94,6 +100,18 @@ def record_inductor_timings(split: str = "train") -> Iterator[FeedbackRecord]:
         # Inductor offers only clear_feedback_savers(), which would drop other savers too
         if record.save in cache.feedback_saver_fns:
             cache.feedback_saver_fns.remove(record.save)
+
+
+def choice_launcher(choice: Any, inputs: Sequence[Any], out: Any) -> Callable[[], Any] | None:
+    """A launch of the kernel Inductor compiled for ``choice`` on ``inputs`` (in the order of the
+    op's input nodes, laid out as at compile time) writing ``out``: what Inductor's benchmarker
+    runs. ``None`` for choices that transform their inputs first (C++ templates on packed weights)."""
+    if type(choice).__name__ == "ExternKernelCaller":
+        return functools.partial(choice.to_callable(), *inputs, out=out)
+    bmreq = getattr(choice, "bmreq", None)
+    if type(choice).__name__ == "TritonTemplateCaller" and bmreq is not None:
+        return bmreq.make_run_fn(*inputs, out=out)
+    return None
 
 
 def _config_of(choice: Any) -> KernelConfig:
