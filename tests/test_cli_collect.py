@@ -1,0 +1,82 @@
+"""``diode collect`` and ``diode dataset`` on real files (the GPU sweep itself: test_collect_gpu)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+import torch
+
+from diode_backend.cli import main
+from diode_backend.collect import shapes
+from diode_backend.dataset import DatasetMeta, ProblemTimings, load_dataset, write_shard
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_shapes_writes_a_problem_list(capsys, tmp_path):
+    out = tmp_path / "decode.json"
+    code, text, _ = run(capsys, "collect", "shapes", "--generator", "decode:5", "--op", "addmm", "--layout", "row/col", "-o", str(out))
+    assert code == 0 and "5 problems" in text
+    problems = [p for _, p in shapes.from_json(out)]
+    assert all(p.op == "addmm" and p.bias == "row" and p.b_layout == "col" and p.m <= 16 for p in problems)
+
+
+def test_shapes_traces_a_model_file(capsys, tmp_path):
+    script = tmp_path / "tiny.py"
+    script.write_text(textwrap.dedent(
+        """
+        import torch
+        def run():
+            with torch.device("meta"):
+                torch.nn.Linear(32, 16)(torch.randn(4, 32))
+        """
+    ))  # fmt: skip
+    out = tmp_path / "tiny.json"
+    assert run(capsys, "collect", "shapes", "--model", f"{script}:run", "-o", str(out))[0] == 0
+    assert shapes.from_json(out) == [("model:tiny", GemmProblem("addmm", 4, 16, 32, dtype="float32", b_layout="col", bias="row"))]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
+def test_sweep_says_it_needs_a_gpu(capsys, tmp_path):
+    shapes.to_json(shapes.expand("x", [(8, 8, 8)]), tmp_path / "p.json", "p")
+    code, _, err = run(capsys, "collect", "sweep", str(tmp_path / "p.json"), "-o", str(tmp_path / "d"))
+    assert code == 2 and "the sweep needs a CUDA GPU" in err
+
+
+def test_feedback_records_a_scripts_compiles(capsys, tmp_path, isolated_caches):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(
+        """
+        import sys, torch
+        n = int(sys.argv[1])
+        torch.compile(torch.bmm, mode="max-autotune-no-cudagraphs")(torch.randn(2, n, 8), torch.randn(2, 8, n))
+        """
+    ))  # fmt: skip
+    code, _, err = run(capsys, "collect", "feedback", "-o", str(tmp_path / "data"), "--device", "cpu", str(script), "24")
+    assert code == 0 and "1 GEMMs recorded" in err
+    (item,) = load_dataset(tmp_path / "data")
+    assert item.problem == GemmProblem("bmm", 24, 24, 8, batch=2, dtype="float32") and item.source == "feedback"
+
+
+def test_dataset_info_and_merge(capsys, tmp_path):
+    meta = DatasetMeta(HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132), {"date": "2026-11-22"})
+    config = KernelConfig("aten", "aten::mm")
+    for i in range(2):
+        items = [ProblemTimings(GemmProblem("mm", 16 * (i + 1), 8, 8), (config,), (3.0,), generator="odd")]
+        write_shard(tmp_path / "in" / f"{i}.msgpack", meta, items)
+    code, text, _ = run(capsys, "dataset", "info", str(tmp_path / "in"))
+    assert code == 0 and "problems: 2" in text and "generator: odd 2" in text
+    code, text, _ = run(capsys, "dataset", "info", "--json", str(tmp_path / "in"))
+    assert json.loads(text)["pairs"] == 2
+    code, text, _ = run(capsys, "dataset", "merge", str(tmp_path / "in"), "-o", str(tmp_path / "out"))
+    assert code == 0 and "2 problems in 1 shard(s)" in text
+    (tmp_path / "bad.msgpack").write_bytes(b"\x93\x01\x02\x03")
+    code, _, err = run(capsys, "dataset", "info", str(tmp_path / "bad.msgpack"))
+    assert code == 2 and "bad.msgpack: format" in err
