@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -94,8 +95,9 @@ def _ptx(problem: GemmProblem, config: KernelConfig, **override) -> str:
         target=GPUTarget("cuda", 90, 32),
         options={"num_warps": config.num_warps, "num_stages": config.num_stages},
     )
-    # drop source locations: they name the line of the hint
-    return "\n".join(line for line in compiled.asm["ptx"].splitlines() if not line.lstrip().startswith((".loc", ".file")))
+    # drop source locations and their labels: they name the line of the hint
+    lines = compiled.asm["ptx"].split(".section\t.debug")[0].splitlines()
+    return "\n".join(line for line in lines if not re.match(r"\s*(\.loc|\.file|\$L__tmp\d+:)", line))
 
 
 @pytest.mark.parametrize("layouts", [("row", "row"), ("row", "col"), ("col", "row")])

@@ -31,15 +31,14 @@ BIAS_MODES = {"none": 0, "row": 1, "full": 2}
 _SIZE_ARGS = ["M_q", "N_q", "K_q"]
 
 
-@triton.jit(do_not_specialize=_SIZE_ARGS)
-def mm_kernel(
-    A, B, C, BIAS, M_q, N_q, K_q,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, ACC_TYPE: tl.constexpr,
-    A_COL: tl.constexpr, B_COL: tl.constexpr, BIAS_MODE: tl.constexpr,
-    DIV_M: tl.constexpr, DIV_N: tl.constexpr, DIV_K: tl.constexpr,
+@triton.jit
+def _prologue(
+    M_q, N_q, K_q, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
+    A_COL: tl.constexpr, B_COL: tl.constexpr, DIV_M: tl.constexpr, DIV_N: tl.constexpr, DIV_K: tl.constexpr,
     HINT_A: tl.constexpr, HINT_B: tl.constexpr,
 ):  # fmt: skip
+    """What both templates compute first: sizes, strides, the tile's position (grouped for L2
+    reuse) and its row and column offsets, wrapped around M and N (``rm % M``: no load masks)."""
     M = M_q * DIV_M
     N = N_q * DIV_N
     K = K_q * DIV_K
@@ -59,8 +58,6 @@ def mm_kernel(
     pid = tl.program_id(0)
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
     grid_n = (N + BLOCK_N - 1) // BLOCK_N
-
-    # re-order program ID for better L2 performance (as the template does)
     width = GROUP_M * grid_n
     group_id = pid // width
     group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
@@ -72,13 +69,47 @@ def mm_kernel(
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if HINT_A:
-        offs_a_m = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+        offs_m = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
     else:
-        offs_a_m = rm % M
+        offs_m = rm % M
     if HINT_B:
-        offs_b_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
+        offs_n = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
     else:
-        offs_b_n = rn % N
+        offs_n = rn % N
+    return M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, offs_m, offs_n
+
+
+@triton.jit
+def _epilogue(
+    C, BIAS, acc, pid_m, pid_n, M, N, idx_q,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BIAS_MODE: tl.constexpr, ACC_TYPE: tl.constexpr,
+):  # fmt: skip
+    """Add the bias and store the tile, masked to the output (batch ``idx_q``, 0 for mm)."""
+    # rematerialize rm and rn to save registers (as the templates do)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    idx_m = rm[:, None]
+    idx_n = rn[None, :]
+    mask = (idx_m < M) & (idx_n < N)
+    if BIAS_MODE == 1:
+        acc += tl.load(BIAS + idx_n, mask).to(ACC_TYPE)
+    elif BIAS_MODE == 2:
+        acc += tl.load(BIAS + (idx_n + N * idx_m + M * N * idx_q), mask).to(ACC_TYPE)
+    tl.store(C + (idx_n + N * idx_m + M * N * idx_q), acc.to(C.dtype.element_ty), mask)
+
+
+@triton.jit(do_not_specialize=_SIZE_ARGS)
+def mm_kernel(
+    A, B, C, BIAS, M_q, N_q, K_q,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr, ALLOW_TF32: tl.constexpr, ACC_TYPE: tl.constexpr,
+    A_COL: tl.constexpr, B_COL: tl.constexpr, BIAS_MODE: tl.constexpr,
+    DIV_M: tl.constexpr, DIV_N: tl.constexpr, DIV_K: tl.constexpr,
+    HINT_A: tl.constexpr, HINT_B: tl.constexpr,
+):  # fmt: skip
+    M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, offs_a_m, offs_b_n = _prologue(
+        M_q, N_q, K_q, BLOCK_M, BLOCK_N, GROUP_M, A_COL, B_COL, DIV_M, DIV_N, DIV_K, HINT_A, HINT_B
+    )
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_TYPE)
 
@@ -95,17 +126,7 @@ def mm_kernel(
             b = tl.load(b_ptrs, mask=offs_k[:, None] < (K - k_idx * BLOCK_K), other=0.0)
         acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=ACC_TYPE)
 
-    # rematerialize rm and rn to save registers
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    idx_m = rm[:, None]
-    idx_n = rn[None, :]
-    mask = (idx_m < M) & (idx_n < N)
-    if BIAS_MODE == 1:
-        acc += tl.load(BIAS + idx_n, mask).to(ACC_TYPE)
-    elif BIAS_MODE == 2:
-        acc += tl.load(BIAS + (idx_n + N * idx_m), mask).to(ACC_TYPE)
-    tl.store(C + (idx_n + N * idx_m), acc.to(C.dtype.element_ty), mask)
+    _epilogue(C, BIAS, acc, pid_m, pid_n, M, N, 0, BLOCK_M, BLOCK_N, BIAS_MODE, ACC_TYPE)
 
 
 @triton.jit(do_not_specialize=_SIZE_ARGS)
@@ -117,44 +138,9 @@ def bmm_kernel(
     DIV_M: tl.constexpr, DIV_N: tl.constexpr, DIV_K: tl.constexpr,
     HINT_A: tl.constexpr, HINT_B: tl.constexpr,
 ):  # fmt: skip
-    M = M_q * DIV_M
-    N = N_q * DIV_N
-    K = K_q * DIV_K
-    if A_COL:
-        stride_am = 1
-        stride_ak = M
-    else:
-        stride_am = K
-        stride_ak = 1
-    if B_COL:
-        stride_bk = 1
-        stride_bn = K
-    else:
-        stride_bk = N
-        stride_bn = 1
-
-    pid = tl.program_id(0)
-    grid_m = (M + BLOCK_M - 1) // BLOCK_M
-    grid_n = (N + BLOCK_N - 1) // BLOCK_N
-
-    width = GROUP_M * grid_n
-    group_id = pid // width
-    group_size = min(grid_m - group_id * GROUP_M, GROUP_M)
-    pid_m = group_id * GROUP_M + (pid % group_size)
-    pid_n = (pid % width) // (group_size)
-    tl.assume(pid_m >= 0)
-    tl.assume(pid_n >= 0)
-
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if HINT_A:
-        ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
-    else:
-        ram = rm % M
-    if HINT_B:
-        rbn = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
-    else:
-        rbn = rn % N
+    M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, ram, rbn = _prologue(
+        M_q, N_q, K_q, BLOCK_M, BLOCK_N, GROUP_M, A_COL, B_COL, DIV_M, DIV_N, DIV_K, HINT_A, HINT_B
+    )
     rk = tl.arange(0, BLOCK_K)
 
     idx_q = tl.program_id(1)  # batch dimension for BMM
@@ -173,16 +159,7 @@ def bmm_kernel(
         A += BLOCK_K * stride_ak
         B += BLOCK_K * stride_bk
 
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    idx_m = rm[:, None]
-    idx_n = rn[None, :]
-    mask = (idx_m < M) & (idx_n < N)
-    if BIAS_MODE == 1:
-        acc += tl.load(BIAS + idx_n, mask).to(ACC_TYPE)
-    elif BIAS_MODE == 2:
-        acc += tl.load(BIAS + (idx_n + N * idx_m + M * N * idx_q), mask).to(ACC_TYPE)
-    tl.store(C + (idx_n + N * idx_m + M * N * idx_q), acc.to(C.dtype.element_ty), mask)
+    _epilogue(C, BIAS, acc, pid_m, pid_n, M, N, idx_q, BLOCK_M, BLOCK_N, BIAS_MODE, ACC_TYPE)
 
 
 KERNELS = {"mm": mm_kernel, "addmm": mm_kernel, "bmm": bmm_kernel, "baddbmm": bmm_kernel}
