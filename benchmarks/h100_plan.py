@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from diode_backend.collect import kernel, plan, shapes
-from diode_backend.problem import GemmProblem, HardwareInfo
+from diode_backend.problem import HardwareInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "trained_models" / "data" / "h100" / "problems"

@@ -20,8 +20,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_diode_state():
-    """Each test starts with empty stats, freshly resolved plugins and a reset Dynamo."""
+def _fresh_diode_state(tmp_path, monkeypatch):
+    """Each test starts with empty stats, freshly resolved plugins, a reset Dynamo and its own
+    prediction cache (never the user's)."""
+    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode-cache"))
     diode_backend.reset_stats()
     registry.clear()
     torch._dynamo.reset()

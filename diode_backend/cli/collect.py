@@ -104,7 +104,7 @@ def run_shapes(args: argparse.Namespace) -> int:
             sizes = make(int(count or 100), seed=args.seed)
         a_layout, b_layout = args.layout.split("/")
         named = shapes.expand(
-            name, sizes, op=args.op, dtype=args.dtype, a_layout=a_layout, b_layout=b_layout,
+            name.replace("-", "_"), sizes, op=args.op, dtype=args.dtype, a_layout=a_layout, b_layout=b_layout,
             bias=args.bias, allow_tf32=args.tf32, batch=args.batch,
         )  # fmt: skip
     shapes.to_json(named, args.output, Path(args.output).stem)

@@ -106,8 +106,10 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
             ktc.annotations[MARK] = FallbackMark(context.fallback)
         if context.options.diode_fallback_to_autotune:
             return ktcs
-        # No model to guess with: the best guess is what Inductor picks without autotuning.
-        aten = [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")]
+        # No model to guess with: the best guess is what Inductor picks without autotuning,
+        # the op's own ATen kernel (torch 2.11 lists aten::bias_addmm before aten::addmm).
+        own = [ktc for ktc in ktcs if ktc.template.uid == f"aten::{context.op}"]
+        aten = own or [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")]
         return aten[:1] or ktcs
     configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
     ranking = cache.cached_rank(
