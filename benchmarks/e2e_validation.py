@@ -172,6 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="+", help="dataset(s) with validation problems")
     parser.add_argument("--problems", type=int, default=32, help="how many validation problems (default 32)")
+    parser.add_argument(
+        "--ops",
+        default="",
+        help="comma-separated ops to take (default all). Take only what the model covers: for a "
+        "problem it cannot score, DIODE alone benchmarks the whole EXHAUSTIVE space",
+    )
+    parser.add_argument("--dtypes", default="", help="comma-separated input dtypes to take (default all)")
     parser.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--budget-s", type=float, default=480.0, help="start no new problem after this many seconds")
     parser.add_argument("--out", required=True, help="JSON file to write (rewritten after every problem)")
@@ -189,7 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     config.force_disable_caches = True  # every compile cold (not a torch.compile option)
     started = time.monotonic()
     dataset = load_dataset(args.data)
-    chosen = choose(dataset.split("validation"), args.problems)
+    ops, dtypes = set(filter(None, args.ops.split(","))), set(filter(None, args.dtypes.split(",")))
+    candidates = [
+        p for p in dataset.split("validation")
+        if (not ops or p.problem.op in ops) and (not dtypes or p.problem.dtype in dtypes)
+    ]  # fmt: skip
+    chosen = choose(candidates, args.problems)
     timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0))
     result = {
         "benchmark": "e2e_validation",

@@ -68,6 +68,9 @@ def test_plugins_lists_distributions_and_hooks(capsys):
 
 @pytest.fixture
 def models_path(tmp_path, monkeypatch):
+    from diode_backend.model import entries
+
+    monkeypatch.setattr(entries, "SHIPPED_MODELS", tmp_path / "no-shipped-models")  # they would compete
     folder = tmp_path / "models"
     write_model_folder(folder / "acme", "acme-h100", priority=3, metrics={"top1_regret_geomean": 1.0213})
     monkeypatch.setenv("DIODE_MODELS_PATH", str(folder))
@@ -114,7 +117,7 @@ def _predicted_rows(out: str) -> list[tuple[float, str]]:
 
 def test_predict_for_a_named_gpu_on_any_machine(capsys):
     code, out, err = run(capsys, "predict", "mm", "1024x4096x2048", "--dtype", "bfloat16", "--layout", "row/col",
-                         "--hardware", "h100", "--top-k", "5")  # fmt: skip
+                         "--hardware", "h100", "--top-k", "5", "--model", "analytical")  # fmt: skip
     assert code == 0, err
     assert "problem:    mm 1024x4096x2048 bfloat16 row/col" in out
     assert "hardware:   NVIDIA H100 80GB HBM3 (132 SMs)" in out and "model:      analytical" in out
