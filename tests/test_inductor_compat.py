@@ -1,0 +1,41 @@
+"""The version shims, exercised on the installed torch (2.13 here, 2.11 on the GPU machine)."""
+
+from __future__ import annotations
+
+from torch._inductor import config
+
+from diode_backend.inductor.backends import candidate_backends
+from diode_backend.inductor.compat import make_config_entry, mark_config_dirty
+
+
+def test_a_made_entry_behaves_like_inductors_own():
+    entry = make_config_entry("diode_probe", 3, int)
+    assert entry.default == 3 and entry.value_type is int
+
+
+def test_marking_dirty_refreshes_the_saved_config():
+    before = config.save_config_portable()
+    entry = config._config["diode_top_k"]
+    original = entry.default
+    try:
+        entry.default = 9
+        mark_config_dirty(config)
+        assert config.save_config_portable()["diode_top_k"] == 9
+    finally:
+        entry.default = original
+        mark_config_dirty(config)
+    assert config.save_config_portable()["diode_top_k"] == before["diode_top_k"]
+
+
+def test_the_backend_check_understands_diode():
+    from torch._inductor import utils
+
+    assert candidate_backends("DIODE") == ("ATEN", "TRITON")
+    assert candidate_backends("DIODE,TRITON") == ("TRITON",)
+    with config.patch(max_autotune_gemm_backends="DIODE"):
+        assert utils._use_autotune_backend("ATEN") and utils._use_autotune_backend("TRITON")
+        assert not utils._use_autotune_backend("CPP")
+    with config.patch(max_autotune_gemm_backends="DIODE,CPP"):
+        assert utils._use_autotune_backend("CPP") and not utils._use_autotune_backend("ATEN")
+    with config.patch(max_autotune_gemm_backends="ATEN"):
+        assert utils._use_autotune_backend("ATEN") and not utils._use_autotune_backend("TRITON")
