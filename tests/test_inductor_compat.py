@@ -13,18 +13,19 @@ def test_a_made_entry_behaves_like_inductors_own():
     assert entry.default == 3 and entry.value_type is int
 
 
-def test_marking_dirty_refreshes_the_saved_config():
-    before = config.save_config_portable()
-    entry = config._config["diode_top_k"]
-    original = entry.default
+def test_marking_dirty_refreshes_the_memoized_config_hash():
+    probe = make_config_entry("diode_probe", 1, int)
+    config._config["diode_probe"] = probe
     try:
-        entry.default = 9
         mark_config_dirty(config)
-        assert config.save_config_portable()["diode_top_k"] == 9
+        first = config.get_hash()
+        probe.default = 2
+        mark_config_dirty(config)
+        assert config.get_hash() != first  # a stale memo would hand back the first hash
+        assert config.save_config_portable()["diode_probe"] == 2
     finally:
-        entry.default = original
+        del config._config["diode_probe"]
         mark_config_dirty(config)
-    assert config.save_config_portable()["diode_top_k"] == before["diode_top_k"]
 
 
 def test_the_backend_check_understands_diode():
