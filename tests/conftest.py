@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
 
 import diode_backend
 from diode_backend import registry
@@ -37,3 +38,12 @@ def isolated_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
     return tmp_path
+
+
+@pytest.fixture
+def benchmarked():
+    """Lists the number of candidates Inductor benchmarked, per autotuned op."""
+    sizes: list[int] = []
+    add_feedback_saver(lambda timings, *args: sizes.append(len(timings)))
+    yield sizes
+    clear_feedback_savers()

@@ -12,7 +12,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch._inductor import config
-from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
 from torch._inductor.utils import run_and_get_code
 
 import diode_backend
@@ -65,15 +64,6 @@ def scorer_plugin():
     yield register
     for plugin in registered:
         plugins.get_plugin_manager().unregister(plugin)
-
-
-@pytest.fixture
-def benchmarked():
-    """Lists the number of candidates Inductor benchmarked, per autotuned op."""
-    sizes: list[int] = []
-    add_feedback_saver(lambda timings, *args: sizes.append(len(timings)))
-    yield sizes
-    clear_feedback_savers()
 
 
 def compile_code(fn, args, **options):

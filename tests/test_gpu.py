@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 import torch
 from torch._inductor import config
-from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
 
 import diode_backend
 from diode_backend import registry
@@ -19,14 +18,6 @@ DIODE = {
     "max_autotune_gemm_backends": "DIODE",
     "force_disable_caches": True,
 }
-
-
-@pytest.fixture
-def benchmarked():
-    sizes: list[int] = []
-    add_feedback_saver(lambda timings, *args: sizes.append(len(timings)))
-    yield sizes
-    clear_feedback_savers()
 
 
 def run_compiled(fn, args, **options):
