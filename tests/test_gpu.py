@@ -86,3 +86,30 @@ def test_every_op_and_dtype_matches_eager(dtype, benchmarked):
         stats = diode_backend.stats()
         assert stats["decisions"] >= 1 and stats["errors"] == {}, (name, stats)
     assert benchmarked == []
+
+
+def test_a_scorer_that_scores_nothing_falls_back_to_inductors_default_list(benchmarked):
+    from diode_backend import hookimpl, plugins
+    from diode_backend.scorer import Prediction, ScorerEntry
+
+    class Blind:
+        name = identity = "blind"
+
+        def predict(self, problem, configs, hardware):
+            return Prediction(tuple(float("nan") for _ in configs), None)
+
+    class Plugin:
+        @hookimpl
+        def diode_register_scorers(self, register):
+            register(ScorerEntry("blind", Blind, lambda hw: False, identity="blind"))
+
+    plugin = Plugin()
+    plugins.get_plugin_manager().register(plugin)
+    try:
+        a = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+        out = run_compiled(torch.mm, (a, a), **DIODE, fast_autotune=True, diode_model="blind")
+    finally:
+        plugins.get_plugin_manager().unregister(plugin)
+    torch.testing.assert_close(out, a @ a, atol=1e-2, rtol=1e-2)
+    assert len(benchmarked) == 1 and 2 <= benchmarked[0] <= 40  # not the ~1,000 of EXHAUSTIVE
+    assert diode_backend.stats()["fallbacks"] == {"no_scored_candidates": 1}

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import cache, counters, registry
 from ..options import DiodeOptions, parse_backends
-from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
+from ..problem import KIND_TRITON, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, ScorerEntry
 from ..select import Ranking, combined_confidence, rank_candidates, select_candidates
 from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
@@ -115,6 +115,9 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
     ranking = cache.cached_rank(
         context.scorer, context.problem, configs, context.hardware, context.options.diode_cache_predictions
     )
+    exhaustive = context.diode_alone and context.options.diode_search_space == "EXHAUSTIVE"
+    if not ranking.order and exhaustive and any(c.kind == KIND_TRITON for c in configs):
+        return _inductor_default_set(ktcs, configs, context)
     selection = select_candidates(ranking, context.options)
     group = next(_group_ids)
     kept = []
@@ -123,6 +126,18 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
             context, configs[index], ranking.times_us[index], group, len(ktcs), ranking.confidence
         )
         kept.append(ktcs[index])
+    return kept
+
+
+def _inductor_default_set(ktcs: list[Any], configs: list[KernelConfig], context: GemmContext) -> list[Any]:
+    """The scorer scored none of the EXHAUSTIVE space: benchmarking all of it would take
+    minutes, so keep what Inductor benchmarks by default (its DEFAULT Triton list, the rest)."""
+    from .configs import triton_candidates
+
+    default = set(triton_candidates(context.problem, context.hardware, "DEFAULT"))
+    kept = [ktc for ktc, config in zip(ktcs, configs) if config.kind != KIND_TRITON or config in default]
+    for ktc in kept:
+        ktc.annotations[MARK] = FallbackMark("no_scored_candidates")
     return kept
 
 
