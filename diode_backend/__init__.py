@@ -7,12 +7,9 @@ This package's root stays cheap to import; its public names load on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
-
-if TYPE_CHECKING:
-    from .hookspecs import PROJECT_NAME as PROJECT_NAME  # noqa: F401
 
 __all__ = [
     "__version__", "hookimpl", "stats", "reset_stats", "status", "with_diode", "DiodeOptionError",
