@@ -8,7 +8,8 @@ import torch
 from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
 
 import diode_backend
-from diode_backend import registry
+from diode_backend import hookimpl, plugins, registry
+from diode_backend.scorer import Prediction, ScorerEntry
 
 
 def pytest_collection_modifyitems(config, items):
@@ -47,3 +48,39 @@ def benchmarked():
     add_feedback_saver(lambda timings, *args: sizes.append(len(timings)))
     yield sizes
     clear_feedback_savers()
+
+
+@pytest.fixture
+def scorer_plugin():
+    """Register throwaway scorers by name for one test; unregistered afterwards."""
+    registered = []
+
+    def register(scorer):
+        class Plugin:
+            @hookimpl
+            def diode_register_scorers(self, register):
+                register(ScorerEntry(scorer.name, lambda: scorer, lambda hw: False, identity=scorer.identity))
+
+        plugin = Plugin()
+        plugins.get_plugin_manager().register(plugin)
+        registered.append(plugin)
+        return scorer.name
+
+    yield register
+    for plugin in registered:
+        plugins.get_plugin_manager().unregister(plugin)
+
+
+class _BlindScorer:
+    """A scorer that scores nothing (every prediction NaN)."""
+
+    name = identity = "blind"
+
+    def predict(self, problem, configs, hardware):
+        return Prediction(tuple(float("nan") for _ in configs), None)
+
+
+@pytest.fixture
+def blind_scorer(scorer_plugin):
+    """Registers the scorer that scores nothing; the fixture's value is its name."""
+    return scorer_plugin(_BlindScorer())

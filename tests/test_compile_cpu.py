@@ -15,9 +15,9 @@ from torch._inductor import config
 from torch._inductor.utils import run_and_get_code
 
 import diode_backend
-from diode_backend import hookimpl, plugins
+from diode_backend import plugins
 from diode_backend.inductor.choices import refresh_choices_handler
-from diode_backend.scorer import Prediction, ScorerEntry
+from diode_backend.scorer import Prediction
 
 DIODE = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fx_graph_cache": False}
 
@@ -43,27 +43,6 @@ class PreferScorer:
             raise RuntimeError("scorer exploded")
         times = tuple(1.0 if c.template == self.template else 2.0 + i for i, c in enumerate(configs))
         return Prediction(times, self.confidence)
-
-
-@pytest.fixture
-def scorer_plugin():
-    """Register throwaway scorers by name for one test; unregistered afterwards."""
-    registered = []
-
-    def register(scorer):
-        class Plugin:
-            @hookimpl
-            def diode_register_scorers(self, register):
-                register(ScorerEntry(scorer.name, lambda: scorer, lambda hw: False, identity=scorer.identity))
-
-        plugin = Plugin()
-        plugins.get_plugin_manager().register(plugin)
-        registered.append(plugin)
-        return scorer.name
-
-    yield register
-    for plugin in registered:
-        plugins.get_plugin_manager().unregister(plugin)
 
 
 def compile_code(fn, args, **options):
@@ -131,6 +110,20 @@ def test_without_a_model_and_no_fallback_the_guess_is_aten(benchmarked):
         biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_fallback_to_autotune=False
     )
     assert "extern_kernels.addmm(" in code and benchmarked == []
+
+
+@pytest.mark.parametrize("fallback, expect_benchmarked", [(True, [2]), (False, [])])
+def test_a_scorer_that_scores_nothing_leaves_the_choice_to_the_fallback_flag(
+    blind_scorer, benchmarked, fallback, expect_benchmarked
+):
+    args = biased_inputs()
+    out, code = compile_code(
+        biased_addmm, args, **DIODE, fast_autotune=True, diode_fallback_to_autotune=fallback, diode_model=blind_scorer
+    )
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert benchmarked == expect_benchmarked  # Inductor's own autotuning, or the ATen guess
+    assert fallback or "extern_kernels.addmm(" in code
+    assert diode_backend.stats()["fallbacks"] == {"no_scored_candidates": 1}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])

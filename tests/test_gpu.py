@@ -36,7 +36,9 @@ def test_hardware_detection_uses_the_nvidia_plugin():
 def test_fast_pick_compiles_one_kernel_from_the_exhaustive_space(benchmarked):
     a = torch.randn(1024, 2048, device="cuda", dtype=torch.float16)
     b = torch.randn(2048, 4096, device="cuda", dtype=torch.float16)
-    out = run_compiled(torch.mm, (a, b), **DIODE, fast_autotune=True, diode_fallback_to_autotune=False)
+    out = run_compiled(
+        torch.mm, (a, b), **DIODE, fast_autotune=True, diode_fallback_to_autotune=False, diode_model="analytical"
+    )
     torch.testing.assert_close(out, a @ b, atol=1e-2, rtol=1e-2)
     stats = diode_backend.stats()
     assert benchmarked == [] and stats["single_pick"] == 1
@@ -55,7 +57,7 @@ def test_default_search_space_is_smaller(benchmarked):
 def test_unsure_analytical_scorer_benchmarks_the_top_k(benchmarked):
     a = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
-    out = run_compiled(torch.mm, (a, b), **DIODE, fast_autotune=True, diode_top_k=3)
+    out = run_compiled(torch.mm, (a, b), **DIODE, fast_autotune=True, diode_top_k=3, diode_model="analytical")
     torch.testing.assert_close(out, a @ b, atol=2e-2, rtol=2e-2)
     assert benchmarked == [3]  # no calibrated confidence: top-3 benchmarked
     assert diode_backend.stats()["fallbacks"] == {"low_confidence": 1}
@@ -63,6 +65,7 @@ def test_unsure_analytical_scorer_benchmarks_the_top_k(benchmarked):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_every_op_and_dtype_matches_eager(dtype, benchmarked):
+    """The analytical scorer ranks every op; the shipped model's coverage is tested below."""
     def make(*shape):
         return torch.randn(*shape, device="cuda", dtype=dtype)
 
@@ -81,35 +84,45 @@ def test_every_op_and_dtype_matches_eager(dtype, benchmarked):
         torch._dynamo.reset()
         diode_backend.reset_stats()
         with torch.no_grad():
-            out = run_compiled(fn, args, **DIODE, fast_autotune=True, diode_fallback_to_autotune=False)
+            out = run_compiled(
+                fn, args, **DIODE, fast_autotune=True, diode_fallback_to_autotune=False, diode_model="analytical"
+            )
             torch.testing.assert_close(out, fn(*args), **tolerance, msg=name)
         stats = diode_backend.stats()
         assert stats["decisions"] >= 1 and stats["errors"] == {}, (name, stats)
     assert benchmarked == []
 
 
-def test_a_scorer_that_scores_nothing_falls_back_to_inductors_default_list(benchmarked):
-    from diode_backend import hookimpl, plugins
-    from diode_backend.scorer import Prediction, ScorerEntry
-
-    class Blind:
-        name = identity = "blind"
-
-        def predict(self, problem, configs, hardware):
-            return Prediction(tuple(float("nan") for _ in configs), None)
-
-    class Plugin:
-        @hookimpl
-        def diode_register_scorers(self, register):
-            register(ScorerEntry("blind", Blind, lambda hw: False, identity="blind"))
-
-    plugin = Plugin()
-    plugins.get_plugin_manager().register(plugin)
-    try:
-        a = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
-        out = run_compiled(torch.mm, (a, a), **DIODE, fast_autotune=True, diode_model="blind")
-    finally:
-        plugins.get_plugin_manager().unregister(plugin)
+@pytest.mark.parametrize("fallback", [True, False])
+def test_a_scorer_that_scores_nothing_leaves_the_choice_to_the_fallback_flag(blind_scorer, benchmarked, fallback):
+    a = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+    out = run_compiled(
+        torch.mm, (a, a), **DIODE, fast_autotune=True, diode_fallback_to_autotune=fallback, diode_model=blind_scorer
+    )
     torch.testing.assert_close(out, a @ a, atol=1e-2, rtol=1e-2)
-    assert len(benchmarked) == 1 and 2 <= benchmarked[0] <= 40  # not the ~1,000 of EXHAUSTIVE
+    if fallback:  # Inductor's DEFAULT list, not the ~1,000 candidates of EXHAUSTIVE
+        assert len(benchmarked) == 1 and 2 <= benchmarked[0] <= 40
+    else:  # the ATen guess
+        assert benchmarked == []
     assert diode_backend.stats()["fallbacks"] == {"no_scored_candidates": 1}
+
+
+def test_the_shipped_model_ranks_by_default_and_ops_it_lacks_fall_back(benchmarked):
+    hardware = registry.detect_hardware("cuda")
+    entry = registry.pick_entry(hardware, None)
+    if "H100 80GB HBM3" in hardware.name:
+        assert entry.name == "nvidia-h100-gemm"
+    options = {**DIODE, "fast_autotune": True, "diode_fallback_to_autotune": False}
+    a = torch.randn(1024, 2048, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16)
+    torch.testing.assert_close(run_compiled(torch.mm, (a, b), **options), a @ b, atol=5e-2, rtol=2e-2)
+    assert diode_backend.stats()["picks_by_model"] == {entry.name: 1}
+    if "baddbmm" not in getattr(registry.load_scorer(entry), "ops", ("baddbmm",)):
+        # an op the model was not trained on: nothing scored, and with no fallback, the ATen guess
+        diode_backend.reset_stats()
+        torch._dynamo.reset()
+        p, q, r = (torch.randn(*s, device="cuda", dtype=torch.bfloat16) for s in ((4, 64, 128), (4, 128, 96), (4, 64, 96)))
+        out = run_compiled(torch.baddbmm, (r, p, q), **options)
+        torch.testing.assert_close(out, torch.baddbmm(r, p, q), atol=5e-2, rtol=2e-2)
+        assert diode_backend.stats()["fallbacks"] == {"no_scored_candidates": 1}
+    assert benchmarked == []

@@ -102,22 +102,13 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
     if not ktcs:
         return ktcs
     if context.fallback is not None:
-        for ktc in ktcs:
-            ktc.annotations[MARK] = FallbackMark(context.fallback)
-        if context.options.diode_fallback_to_autotune:
-            return ktcs
-        # No model to guess with: the best guess is what Inductor picks without autotuning,
-        # the op's own ATen kernel (torch 2.11 lists aten::bias_addmm before aten::addmm).
-        own = [ktc for ktc in ktcs if ktc.template.uid == f"aten::{context.op}"]
-        aten = own or [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")]
-        return aten[:1] or ktcs
+        return _fall_back(ktcs, context.fallback, ktcs, context)
     configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
     ranking = cache.cached_rank(
         context.scorer, context.problem, configs, context.hardware, context.options.diode_cache_predictions
     )
-    exhaustive = context.diode_alone and context.options.diode_search_space == "EXHAUSTIVE"
-    if not ranking.order and exhaustive and any(c.kind == KIND_TRITON for c in configs):
-        return _inductor_default_set(ktcs, configs, context)
+    if not ranking.order:
+        return _fall_back(ktcs, "no_scored_candidates", _autotune_set(ktcs, configs, context), context)
     selection = select_candidates(ranking, context.options)
     group = next(_group_ids)
     kept = []
@@ -129,16 +120,31 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
     return kept
 
 
-def _inductor_default_set(ktcs: list[Any], configs: list[KernelConfig], context: GemmContext) -> list[Any]:
-    """The scorer scored none of the EXHAUSTIVE space: benchmarking all of it would take
-    minutes, so keep what Inductor benchmarks by default (its DEFAULT Triton list, the rest)."""
+def _fall_back(ktcs: list[Any], reason: str, autotune: list[Any], context: GemmContext) -> list[Any]:
+    """DIODE cannot rank this group: ``diode_fallback_to_autotune`` keeps ``autotune`` for
+    Inductor to benchmark; otherwise the best guess is what Inductor picks without autotuning,
+    the op's own ATen kernel (torch 2.11 lists aten::bias_addmm before aten::addmm)."""
+    if context.options.diode_fallback_to_autotune:
+        kept = autotune
+    else:
+        own = [ktc for ktc in ktcs if ktc.template.uid == f"aten::{context.op}"]
+        kept = (own or [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")])[:1] or ktcs
+    for ktc in kept:
+        ktc.annotations[MARK] = FallbackMark(reason)
+    return kept
+
+
+def _autotune_set(ktcs: list[Any], configs: list[KernelConfig], context: GemmContext) -> list[Any]:
+    """What Inductor would benchmark without DIODE. DIODE widened the Triton space to
+    ``diode_search_space`` for its scorer; benchmarking all of EXHAUSTIVE would take minutes, so
+    keep only Inductor's DEFAULT Triton list then (and every other candidate)."""
+    widened = context.diode_alone and context.options.diode_search_space == "EXHAUSTIVE"
+    if not widened or not any(c.kind == KIND_TRITON for c in configs):
+        return ktcs
     from .configs import triton_candidates
 
     default = set(triton_candidates(context.problem, context.hardware, "DEFAULT"))
-    kept = [ktc for ktc, config in zip(ktcs, configs) if config.kind != KIND_TRITON or config in default]
-    for ktc in kept:
-        ktc.annotations[MARK] = FallbackMark("no_scored_candidates")
-    return kept
+    return [ktc for ktc, config in zip(ktcs, configs) if config.kind != KIND_TRITON or config in default]
 
 
 def select_final_choices(choices: Sequence[Any]) -> list[Any]:
