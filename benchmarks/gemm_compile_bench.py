@@ -21,6 +21,7 @@ import platform
 import time
 
 import torch
+import torch._inductor.config
 import torch.nn.functional as F
 
 # (name, op, batch, m, n, k, dtype, b transposed like nn.Linear's weight)
@@ -69,12 +70,14 @@ def measure(fn, args, options):
 
     torch._dynamo.reset()
     diode_backend.reset_stats()
-    compiled = torch.compile(fn, options={**options, "force_disable_caches": True})
+    compiled = torch.compile(fn, options=options)
     torch.cuda.synchronize()
-    start = time.perf_counter()
-    out = compiled(*args)
-    torch.cuda.synchronize()
-    compile_s = time.perf_counter() - start
+    # an alias of torch.compiler.config's flag: config.patch takes it, compile options do not
+    with torch._inductor.config.patch(force_disable_caches=True):
+        start = time.perf_counter()
+        out = compiled(*args)
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
     reference = fn(*[a.double() for a in args]).float()
     error = ((out.float() - reference).norm() / reference.norm()).item()
     runtime_ms = triton.testing.do_bench(lambda: compiled(*args), warmup=25, rep=200, return_mode="median")
@@ -99,17 +102,10 @@ def main() -> None:
     for options in MODES.values():
         measure(warm_fn, warm_args, options)
 
-    rows = []
-    for name, op, batch, m, n, k, dtype, transposed in SHAPES:
-        fn, fn_args = make_case(op, batch, m, n, k, dtype, transposed)
-        row = {"shape": name, "op": op, "batch": batch, "m": m, "n": n, "k": k, "dtype": str(dtype)[6:], "b_transposed": transposed}
-        for mode in args.modes.split(","):
-            row[mode] = measure(fn, fn_args, MODES[mode])
-            print(name, mode, row[mode], flush=True)
-        rows.append(row)
-
+    rows: list[dict] = []
     result = {
-        "what": "single-GEMM compile time and runtime: no autotune vs max-autotune DEFAULT vs DIODE (analytical scorer)",
+        "what": "single-GEMM compile time and runtime: no autotune vs max-autotune DEFAULT vs DIODE "
+        "(each row's diode.model names the scorer DIODE picked)",
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "triton": triton.__version__,
@@ -118,8 +114,15 @@ def main() -> None:
         "command": "python benchmarks/gemm_compile_bench.py --out $OUT/gemm_compile.json",
         "rows": rows,
     }
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
+    for name, op, batch, m, n, k, dtype, transposed in SHAPES:
+        fn, fn_args = make_case(op, batch, m, n, k, dtype, transposed)
+        row = {"shape": name, "op": op, "batch": batch, "m": m, "n": n, "k": k, "dtype": str(dtype)[6:], "b_transposed": transposed}
+        for mode in args.modes.split(","):
+            row[mode] = measure(fn, fn_args, MODES[mode])
+            print(name, mode, row[mode], flush=True)
+        rows.append(row)
+        with open(args.out, "w") as f:  # after every row, so a cut-off run keeps what it measured
+            json.dump(result, f, indent=2)
     header = f"{'shape':32} " + " ".join(f"{m:>22}" for m in args.modes.split(","))
     print(header)
     for row in rows:
