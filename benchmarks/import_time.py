@@ -1,10 +1,16 @@
 """What diode-backend adds to ``import torch``.
 
-Two measurements, each over many fresh processes (median):
-1. ``python -X importtime -c "import torch"``: the cumulative import time of the modules the
-   entry point loads (``diode_backend*`` and ``wrapt*``), read from the interpreter's own report;
-2. wall-clock time of ``import torch`` with the plugin on, with ``DIODE_DISABLE=1`` (entry point
-   found and returns at once) and with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (no entry point runs).
+Three measurements, each over many fresh processes (median):
+1. ``python -X importtime -c "import torch"``: the import time of the modules the entry point
+   loads (``diode_backend*`` and ``wrapt*``, self times), read from the interpreter's own report;
+2. the entry point itself, timed in-process: with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``,
+   ``import torch``, then load and call the ``diode`` entry point as torch would. This is what
+   the plugin adds to ``import torch`` (it runs last there), free of the noise of the seconds
+   that the rest of ``import torch`` takes;
+3. wall-clock time of ``import torch`` with the plugin on, with ``DIODE_DISABLE=1`` (entry point
+   found and returns at once) and with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (no entry point
+   runs), in a shuffled order each round. Its spread is hundreds of ms, so it only bounds
+   gross regressions.
 
     python benchmarks/import_time.py --runs 40 --out benchmarks/results/import_time_<device>.json
 """
@@ -15,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -36,6 +43,24 @@ def plugin_import_us() -> float:
     return float(total)
 
 
+_ENTRY_POINT = """
+import time
+from importlib.metadata import entry_points
+import torch
+start = time.perf_counter()
+for ep in entry_points(group="torch.backends"):
+    if ep.name == "diode":
+        ep.load()()
+print((time.perf_counter() - start) * 1e3)
+"""
+
+
+def entry_point_ms() -> float:
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    result = subprocess.run([sys.executable, "-c", _ENTRY_POINT], env=env, capture_output=True, text=True, check=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
 def wall_ms(env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch"], env={**os.environ, **env}, check=True)
@@ -50,10 +75,13 @@ def main() -> None:
 
     variants = {"plugin_on": {}, "diode_disable": {"DIODE_DISABLE": "1"}, "no_autoload": {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}}
     walls: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(args.runs):  # interleaved so drift affects every variant alike
-        for name, env in variants.items():
-            walls[name].append(wall_ms(env))
+    order = list(variants)
+    for _ in range(args.runs):  # interleaved and shuffled so drift affects every variant alike
+        random.shuffle(order)
+        for name in order:
+            walls[name].append(wall_ms(variants[name]))
     importtime = [plugin_import_us() for _ in range(args.runs)]
+    entry = [entry_point_ms() for _ in range(args.runs)]
 
     import torch
 
@@ -67,11 +95,14 @@ def main() -> None:
         "torch": torch.__version__,
         "runs": args.runs,
         "plugin_modules_import_ms_median": statistics.median(importtime) / 1e3,
+        "entry_point_ms_median": statistics.median(entry),
+        "entry_point_ms_max": max(entry),
         "wall_ms_median": {name: statistics.median(values) for name, values in walls.items()},
         "wall_ms_stdev": {name: statistics.stdev(values) for name, values in walls.items()},
     }
     med = result["wall_ms_median"]
     result["added_wall_ms_vs_no_autoload"] = med["plugin_on"] - med["no_autoload"]
+    result["added_wall_ms_vs_diode_disable"] = med["plugin_on"] - med["diode_disable"]
     print(json.dumps(result, indent=2))
     if args.out:
         with open(args.out, "w") as f:
