@@ -55,6 +55,20 @@ def test_console_script_runs_in_a_real_process():
     assert "diode_backend.builtin  [built-in]" in done.stdout
 
 
+def test_a_closed_output_pipe_ends_quietly():
+    """`diode predict ... | head`: the reader is gone before anything is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "diode_backend", "predict", "--hardware", "h100", "mm", "64x64x64"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and done.stderr == ""
+
+
 def test_plugins_lists_distributions_and_hooks(capsys):
     code, out, _ = run(capsys, "plugins")
     assert code == 0

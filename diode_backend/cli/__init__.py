@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: Subcommand modules, in help order.
@@ -31,7 +32,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe (`diode ... | head`) surfaces here, not at exit
+        return code
+    except BrokenPipeError:
+        # the reader went away: stop quietly, as `cat | head` does (Python's documented recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (CommandError, DiodeOptionError, OSError, ValueError) as err:
         print(f"diode {args.command}: error: {err}", file=sys.stderr)
         return 2
