@@ -1,8 +1,10 @@
-"""Compile time and steady-state runtime of single GEMMs under four compile modes (GPU).
+"""Compile time and steady-state runtime of single GEMMs under five compile modes (GPU).
 
 Modes: ``no_autotune`` (plain torch.compile), ``max_autotune_default`` (Inductor's DEFAULT
-ATEN+TRITON space, benchmarked), ``diode_fast`` (DIODE alone over the exhaustive space, its top
-pick compiled, nothing benchmarked), ``diode_top5`` (DIODE ranks, Inductor benchmarks the top 5).
+ATEN+TRITON space, benchmarked), ``diode_fast`` (DIODE alone over the exhaustive space with the
+model it picks for the GPU, its top pick compiled, nothing benchmarked),
+``diode_fast_analytical`` (the same with the built-in analytical scorer), ``diode_top5`` (DIODE
+ranks, Inductor benchmarks the top 5).
 
 Method: one process; a warm-up compile first so one-time costs (Triton import, CUDA context)
 stay out of every row; Inductor's caches off (``force_disable_caches``) so each compile is cold;
@@ -46,6 +48,13 @@ MODES = {
         "max_autotune_gemm_backends": "DIODE",
         "fast_autotune": True,
         "diode_fallback_to_autotune": False,
+    },
+    "diode_fast_analytical": {
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "DIODE",
+        "fast_autotune": True,
+        "diode_fallback_to_autotune": False,
+        "diode_model": "analytical",
     },
     "diode_top5": {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "diode_top_k": 5},
 }
