@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,9 +38,8 @@ def rank_candidates(
         raise ValueError(
             f"scorer {scorer.name!r} returned {len(prediction.times_us)} times for {len(configs)} candidates"
         )
-    order = tuple(prediction.order())
-    unscored = tuple(i for i, t in enumerate(prediction.times_us) if math.isnan(t))
-    return Ranking(order, unscored, prediction.times_us, prediction.confidence)
+    order, unscored = prediction.split()
+    return Ranking(tuple(order), tuple(unscored), prediction.times_us, prediction.confidence)
 
 
 @dataclass(frozen=True)

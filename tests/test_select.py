@@ -5,14 +5,23 @@ from __future__ import annotations
 import math
 
 from diode_backend.options import DiodeOptions
+from diode_backend.scorer import Prediction
 from diode_backend.select import Ranking, combined_confidence, select_candidates
 
 NAN = math.nan
 
 
 def ranking(confidence, times=(3.0, 1.0, NAN, 2.0, 4.0)):
-    order = tuple(sorted((i for i, t in enumerate(times) if not math.isnan(t)), key=lambda i: times[i]))
-    return Ranking(order, tuple(i for i, t in enumerate(times) if math.isnan(t)), times, confidence)
+    order, unscored = Prediction(times, confidence).split()
+    return Ranking(tuple(order), tuple(unscored), times, confidence)
+
+
+def test_a_prediction_orders_scored_candidates_fastest_first_and_lists_the_unscored():
+    inf = math.inf
+    times = (3.0, NAN, 1.0, inf, 1.0, NAN, 0.5, inf)
+    assert Prediction(times).split() == ([6, 2, 4, 0, 3, 7], [1, 5])  # ties and infs keep input order
+    assert Prediction(times).order() == [6, 2, 4, 0, 3, 7]
+    assert Prediction((NAN, NAN)).split() == ([], [0, 1]) and Prediction(()).split() == ([], [])
 
 
 def test_confident_fast_pick_keeps_the_predicted_best():
