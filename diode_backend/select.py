@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .options import DiodeOptions
 from .problem import GemmProblem, HardwareInfo, KernelConfig
-from .scorer import GemmScorer
+from .scorer import GemmScorer, Prediction
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,11 @@ class Ranking:
     times_us: tuple[float, ...]
     confidence: float | None
 
+    @classmethod
+    def of(cls, prediction: Prediction) -> Ranking:
+        order, unscored = prediction.split()
+        return cls(tuple(order), tuple(unscored), prediction.times_us, prediction.confidence)
+
 
 def rank_candidates(
     scorer: GemmScorer,
@@ -38,8 +43,7 @@ def rank_candidates(
         raise ValueError(
             f"scorer {scorer.name!r} returned {len(prediction.times_us)} times for {len(configs)} candidates"
         )
-    order, unscored = prediction.split()
-    return Ranking(tuple(order), tuple(unscored), prediction.times_us, prediction.confidence)
+    return Ranking.of(prediction)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,7 @@ NAN = math.nan
 
 
 def ranking(confidence, times=(3.0, 1.0, NAN, 2.0, 4.0)):
-    order, unscored = Prediction(times, confidence).split()
-    return Ranking(tuple(order), tuple(unscored), times, confidence)
+    return Ranking.of(Prediction(times, confidence))
 
 
 def test_a_prediction_orders_scored_candidates_fastest_first_and_lists_the_unscored():

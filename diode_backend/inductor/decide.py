@@ -14,7 +14,6 @@ Each op is counted once in the stats, at step 2.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from .. import cache, counters, registry
 from ..options import DiodeOptions, parse_backends
 from ..problem import KIND_TRITON, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
-from ..scorer import GemmScorer, ScorerEntry
+from ..scorer import GemmScorer, Prediction, ScorerEntry
 from ..select import Ranking, combined_confidence, rank_candidates, select_candidates
 from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
 from .options import current_options
@@ -180,12 +179,10 @@ def select_final_choices(choices: Sequence[Any]) -> list[Any]:
 
 
 def _union_ranking(marks: list[CandidateMark]) -> Ranking:
-    times = tuple(m.time_us for m in marks)
-    order = tuple(sorted((i for i, t in enumerate(times) if not math.isnan(t)), key=times.__getitem__))
-    unscored = tuple(i for i, t in enumerate(times) if math.isnan(t))
-    if not order:
-        return Ranking(order, unscored, times, None)
-    best = marks[order[0]]
+    ranking = Ranking.of(Prediction(tuple(m.time_us for m in marks)))
+    if not ranking.order:
+        return ranking
+    best = marks[ranking.order[0]]
     if len({m.group for m in marks}) == 1:
         confidence = best.group_confidence
     else:
@@ -193,7 +190,7 @@ def _union_ranking(marks: list[CandidateMark]) -> Ranking:
         context = best.context
         union = rank_candidates(context.scorer, context.problem, [m.config for m in marks], context.hardware)
         confidence = combined_confidence(best.group_confidence, union.confidence)
-    return Ranking(order, unscored, times, confidence)
+    return replace(ranking, confidence=confidence)
 
 
 def _mark_of(choice: Any) -> CandidateMark | FallbackMark | None:
