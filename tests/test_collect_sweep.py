@@ -63,3 +63,26 @@ def test_candidates_are_checked_then_timed_and_failures_counted():
     messages = sorted(out["errors"].values())
     assert messages[0].startswith("RuntimeError: out of resources")
     assert messages[1].startswith("wrong result")
+
+
+def test_the_compile_feeder_records_every_kernel_and_stops_writing_once_told():
+    """The feeder thread records each kernel's compile result, and writes nothing once the sweep
+    has stopped it (it wrote into a shut-down manager at the end of the H100 runs)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from diode_backend.collect import kernel
+    from diode_backend.collect.sweep import _compile_all
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    problem = GemmProblem("mm", 64, 64, 64, dtype="float32")
+    configs = [KernelConfig("triton", "triton::mm", 16, 16, 16, 2, 4, 8), KernelConfig("triton", "triton::mm", 32, 32, 16, 2, 4, 8)]
+    keys = {kernel.compile_key(problem, c): i for i, c in enumerate(configs)}
+    for stopped, expected in ((False, {0, 1}), (True, set())):
+        stop, ready, compiled = threading.Event(), {}, {"count": 0, "cpu": 0.0}
+        if stopped:
+            stop.set()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            _compile_all(pool, keys, ready, compiled, stop)
+        assert set(ready) == expected
+        assert compiled["count"] == len(expected)

@@ -109,7 +109,8 @@ def run_sweep(
     workers = compile_workers or max(1, (os.cpu_count() or 2) - len(devices) - 1)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_compile_init)
     compiled = {"count": 0, "cpu": 0.0}
-    feeder = threading.Thread(target=_compile_all, args=(pool, keys, ready, compiled), daemon=True)
+    stop = threading.Event()
+    feeder = threading.Thread(target=_compile_all, args=(pool, keys, ready, compiled, stop), daemon=True)
     feeder.start()
     deadline = None if max_seconds is None else time.time() + max_seconds
     gpus = mp.start_processes(
@@ -142,7 +143,10 @@ def run_sweep(
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        # the feeder must not write to the manager once it is shut down (a broken pipe at exit)
+        stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
+        feeder.join()
         bar.close()
     finished += _drain(results)
     for worker in finished:
@@ -176,12 +180,16 @@ def _compile_one(index: int, key: tuple) -> tuple[int, str, float]:
     return index, error, time.process_time() - started
 
 
-def _compile_all(pool: ProcessPoolExecutor, keys: dict[tuple, int], ready, compiled: dict) -> None:
+def _compile_all(
+    pool: ProcessPoolExecutor, keys: dict[tuple, int], ready, compiled: dict, stop: threading.Event
+) -> None:
     futures = [pool.submit(_compile_one, index, key) for key, index in keys.items()]
     for future in futures:
         try:
             index, error, cpu = future.result()
         except Exception:  # pool shut down (the run ended early) or a worker died
+            return
+        if stop.is_set():
             return
         ready[index] = error
         compiled["count"] += 1
