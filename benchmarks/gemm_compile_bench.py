@@ -6,11 +6,15 @@ model it picks for the GPU, its top pick compiled, nothing benchmarked),
 ``diode_fast_analytical`` (the same with the built-in analytical scorer), ``diode_top5`` (DIODE
 ranks, Inductor benchmarks the top 5).
 
-Method: one process; a warm-up compile first so one-time costs (Triton import, CUDA context)
-stay out of every row; Inductor's caches off (``force_disable_caches``) so each compile is cold;
-compile time = wall time of the first call after ``torch._dynamo.reset()``, synchronized;
-runtime = ``triton.testing.do_bench`` median (25 ms warm-up, 200 ms of repetitions) of the
-compiled function on fresh random inputs (never zeros).
+Method: ``benchmarks/e2e_validation.py``'s, shared with it: one process; a warm-up compile per
+mode first so one-time costs (Triton import, CUDA context) stay out of every row; Inductor's
+caches off and Triton's cache in a fresh folder, so each compile is cold; compile time = wall
+time of the first call after ``torch._dynamo.reset()``, synchronized; runtime = the compiled
+function's GPU time as the dataset's candidates are timed (``diode_backend.collect.timing``:
+CUDA events, L2 flushed and the launch's host time covered before each run, median of 20 to
+200 runs), on fresh random inputs (never zeros). Before 2026-11-24 runtime was
+``triton.testing.do_bench`` of the compiled function, which counts the host's dispatch time on
+small GEMMs: the same kernel read 14.3 us in one run and 23.6 us in the next.
 
     python benchmarks/gemm_compile_bench.py --out $OUT/gemm_compile.json
 """
@@ -20,24 +24,27 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 
-import torch
-import torch._inductor.config
-import torch.nn.functional as F
+from e2e_validation import make_case, measure, set_tf32  # sets up the caches before torch loads
 
-# (name, op, batch, m, n, k, dtype, b transposed like nn.Linear's weight)
+import torch
+
+from diode_backend.collect.timing import Timer, TimingMethod
+from diode_backend.problem import GemmProblem
+
 SHAPES = [
-    ("decode M=1 proj", "mm", 1, 1, 4096, 4096, torch.bfloat16, True),
-    ("decode M=8 mlp", "mm", 1, 8, 14336, 4096, torch.bfloat16, True),
-    ("decode M=16 mlp", "mm", 1, 16, 11008, 4096, torch.float16, True),
-    ("square 1024x4096x2048", "mm", 1, 1024, 4096, 2048, torch.float16, False),
-    ("square 4096", "mm", 1, 4096, 4096, 4096, torch.bfloat16, False),
-    ("tall-skinny 65536x128x64", "mm", 1, 65536, 128, 64, torch.bfloat16, False),
-    ("LLM q-proj 2048x4096x4096", "addmm", 1, 2048, 4096, 4096, torch.bfloat16, True),
-    ("LLM up-proj 2048x11008x4096", "mm", 1, 2048, 11008, 4096, torch.bfloat16, True),
-    ("odd 1000^3 fp32", "mm", 1, 1000, 1000, 1000, torch.float32, False),
-    ("attention bmm 32x512x512x64", "bmm", 32, 512, 512, 64, torch.bfloat16, False),
+    ("decode M=1 proj", GemmProblem("mm", 1, 4096, 4096, dtype="bfloat16", b_layout="col")),
+    ("decode M=8 mlp", GemmProblem("mm", 8, 14336, 4096, dtype="bfloat16", b_layout="col")),
+    ("decode M=16 mlp", GemmProblem("mm", 16, 11008, 4096, dtype="float16", b_layout="col")),
+    ("square 1024x4096x2048", GemmProblem("mm", 1024, 4096, 2048, dtype="float16")),
+    ("square 4096", GemmProblem("mm", 4096, 4096, 4096, dtype="bfloat16")),
+    ("tall-skinny 65536x128x64", GemmProblem("mm", 65536, 128, 64, dtype="bfloat16")),
+    ("LLM q-proj 2048x4096x4096", GemmProblem("addmm", 2048, 4096, 4096, dtype="bfloat16", b_layout="col", bias="row")),
+    ("LLM up-proj 2048x11008x4096", GemmProblem("mm", 2048, 11008, 4096, dtype="bfloat16", b_layout="col")),
+    ("odd 1000^3 fp32", GemmProblem("mm", 1000, 1000, 1000, dtype="float32")),  # true fp32, no TF32
+    ("attention bmm 32x512x512x64", GemmProblem("bmm", 512, 512, 64, batch=32, dtype="bfloat16")),
 ]
 
 MODES = {
@@ -60,82 +67,48 @@ MODES = {
 }
 
 
-def make_case(op, batch, m, n, k, dtype, transposed):
-    def rand(*shape):
-        return torch.randn(*shape, device="cuda", dtype=dtype)
-
-    if op == "bmm":
-        return torch.bmm, (rand(batch, m, k), rand(batch, k, n))
-    weight = rand(n, k) if transposed else rand(k, n).t()  # F.linear wants (n, k)
-    if op == "addmm":
-        return F.linear, (rand(m, k), weight, rand(n))
-    return (lambda x, w: F.linear(x, w)), (rand(m, k), weight)
-
-
-def measure(fn, args, options):
-    import triton
-
-    import diode_backend
-
-    torch._dynamo.reset()
-    diode_backend.reset_stats()
-    compiled = torch.compile(fn, options=options)
-    torch.cuda.synchronize()
-    # an alias of torch.compiler.config's flag: config.patch takes it, compile options do not
-    with torch._inductor.config.patch(force_disable_caches=True):
-        start = time.perf_counter()
-        out = compiled(*args)
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
-    reference = fn(*[a.double() for a in args]).float()
-    error = ((out.float() - reference).norm() / reference.norm()).item()
-    runtime_ms = triton.testing.do_bench(lambda: compiled(*args), warmup=25, rep=200, return_mode="median")
-    stats = diode_backend.stats()
-    return {
-        "compile_s": round(compile_s, 3),
-        "runtime_us": round(runtime_ms * 1e3, 2),
-        "rel_error": error,
-        "diode": stats["recent_decisions"][-1] if stats["recent_decisions"] else None,
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
+    modes = args.modes.split(",")
     import triton
 
-    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 rows measure true fp32
-    warm_fn, warm_args = make_case("mm", 1, 256, 256, 256, torch.float16, False)
-    for options in MODES.values():
-        measure(warm_fn, warm_args, options)
+    from torch._inductor import config
+
+    config.force_disable_caches = True  # every compile cold (not a torch.compile option)
+    timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0))
+    warm_fn, warm_args = make_case(GemmProblem("mm", 256, 256, 256))
+    for mode in modes:
+        measure(warm_fn, warm_args, MODES[mode], timer)
 
     rows: list[dict] = []
     result = {
         "what": "single-GEMM compile time and runtime: no autotune vs max-autotune DEFAULT vs DIODE "
-        "(each row's diode.model names the scorer DIODE picked)",
+        "(each row's diode.decision.model names the scorer DIODE picked)",
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "triton": triton.__version__,
         "date": time.strftime("%Y-%m-%d"),
         "host": platform.node(),
-        "command": "python benchmarks/gemm_compile_bench.py --out $OUT/gemm_compile.json",
+        "command": "python " + " ".join(sys.argv),
+        "timing": timer.method.describe(),
         "rows": rows,
     }
-    for name, op, batch, m, n, k, dtype, transposed in SHAPES:
-        fn, fn_args = make_case(op, batch, m, n, k, dtype, transposed)
-        row = {"shape": name, "op": op, "batch": batch, "m": m, "n": n, "k": k, "dtype": str(dtype)[6:], "b_transposed": transposed}
-        for mode in args.modes.split(","):
-            row[mode] = measure(fn, fn_args, MODES[mode])
+    for name, problem in SHAPES:
+        set_tf32(problem)
+        fn, fn_args = make_case(problem)
+        row = {"shape": name, "problem": problem.describe()}
+        for mode in modes:
+            row[mode] = measure(fn, fn_args, MODES[mode], timer)
             print(name, mode, row[mode], flush=True)
         rows.append(row)
         with open(args.out, "w") as f:  # after every row, so a cut-off run keeps what it measured
             json.dump(result, f, indent=2)
-    header = f"{'shape':32} " + " ".join(f"{m:>22}" for m in args.modes.split(","))
-    print(header)
+    print(f"{'shape':32} " + " ".join(f"{m:>22}" for m in modes))
     for row in rows:
-        cells = [f"{row[m]['runtime_us']:9.1f}us {row[m]['compile_s']:6.2f}s" for m in args.modes.split(",")]
+        cells = [f"{row[m]['runtime_us']:9.1f}us {row[m]['compile_s']:6.2f}s" for m in modes]
         print(f"{row['shape']:32} " + " ".join(f"{c:>22}" for c in cells))
 
 
