@@ -5,7 +5,8 @@
 
 For every problem in both datasets: the Spearman correlation of the two timings, the median
 log-ratio (a shift of the whole problem), and the regret of one run's winner under the other's
-times; for every shared pair, the relative difference. Problems whose runs disagree (Spearman
+times; for every shared pair, the relative difference; per bucket of the fastest candidate's
+time, the quantiles of the pair ratios (second run over first), all candidates and ATen alone. Problems whose runs disagree (Spearman
 under 0.95 or a shift over 5%) are listed by name: their small kernels carry the host-pace
 floor described in docs/collect.md.
 """
@@ -28,6 +29,11 @@ def quantile(values: list[float], q: float) -> float:
     return values[int(q * (len(values) - 1))]
 
 
+def ratio_quantiles(logs: list[float]) -> dict[str, float] | None:
+    """10th, 50th and 90th percentile of the time ratios whose logs are given."""
+    return {q: math.exp(quantile(logs, float(q))) for q in ("0.1", "0.5", "0.9")} if logs else None
+
+
 def main(first: str, second: str) -> dict:
     a, b = load_dataset(first), {p.problem: p for p in load_dataset(second)}
     problems, diffs, unstable = [], [], []
@@ -42,7 +48,8 @@ def main(first: str, second: str) -> dict:
         shift = statistics.median(logs)
         best = min(min(ta.values()), min(tb.values()))
         regret = tb[min(shared, key=ta.get)] / min(tb[c] for c in shared)
-        problems.append({"best_us": best, "spearman": rho, "shift": shift, "regret": regret})
+        aten = [x for c, x in zip(shared, logs) if c.kind == "aten"]
+        problems.append({"best_us": best, "spearman": rho, "shift": shift, "regret": regret, "logs": logs, "aten": aten})
         diffs += [abs(x) for x in logs]
         if rho < 0.95 or abs(shift) > math.log(1.05):
             unstable.append({"problem": pa.problem.describe(), "split": pa.split, "best_us": round(best, 2), "spearman": round(rho, 3), "shift": round(math.expm1(shift), 3)})
@@ -55,6 +62,8 @@ def main(first: str, second: str) -> dict:
                 "spearman_below_0.95": sum(p["spearman"] < 0.95 for p in sel),
                 "shift_over_5pct": sum(abs(p["shift"]) > math.log(1.05) for p in sel),
                 "median_spearman": statistics.median(p["spearman"] for p in sel),
+                "pair_ratio_second_over_first": ratio_quantiles([x for p in sel for x in p["logs"]]),
+                "aten_ratio_second_over_first": ratio_quantiles([x for p in sel for x in p["aten"]]),
             }
     regrets = [p["regret"] for p in problems]
     return {
