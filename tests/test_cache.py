@@ -407,3 +407,22 @@ def test_second_process_compiling_the_same_model_is_served_from_the_cache(tmp_pa
     assert second["counters"]["prediction_cache_hits"] == first["counters"]["prediction_cache_misses"]
     assert "prediction_cache_misses" not in second["counters"]
     assert first["picks"] == second["picks"]
+
+
+def test_choosing_between_groups_is_served_from_the_cache_too(isolated_caches):
+    """Where an op's candidates come in several groups (on a GPU: ATen and Triton), the union of
+    the groups' picks is ranked once more; a second compile reads that ranking from disk."""
+    from diode_backend.inductor.decide import CandidateMark, GemmContext, _union_ranking
+    from diode_backend.options import DiodeOptions
+
+    scorer = CountingScorer()
+    context = GemmContext(options=DiodeOptions(), op="addmm", problem=PROBLEM, hardware=H100, scorer=scorer)
+    marks = [
+        CandidateMark(context, CONFIGS[1], 3.0, group=1, group_size=2, group_confidence=0.9),
+        CandidateMark(context, CONFIGS[2], 2.0, group=2, group_size=3, group_confidence=0.8),
+    ]
+    first, second = _union_ranking(marks), _union_ranking(marks)
+    assert scorer.calls == 1
+    assert first == second and first.order == (1, 0) and first.confidence == pytest.approx(0.8 * 0.75)
+    counts = diode_backend.stats()["counters"]
+    assert counts["prediction_cache_misses"] == 1 and counts["prediction_cache_hits"] == 1

@@ -22,7 +22,7 @@ from .. import cache, counters, registry
 from ..options import DiodeOptions, parse_backends
 from ..problem import KIND_TRITON, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction, ScorerEntry
-from ..select import Ranking, combined_confidence, rank_candidates, select_candidates
+from ..select import Ranking, combined_confidence, select_candidates
 from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
 from .options import current_options
 
@@ -188,7 +188,13 @@ def _union_ranking(marks: list[CandidateMark]) -> Ranking:
     else:
         # The pick was best in its group; how sure is the scorer it also beats the other winners?
         context = best.context
-        union = rank_candidates(context.scorer, context.problem, [m.config for m in marks], context.hardware)
+        union = cache.cached_rank(
+            context.scorer,
+            context.problem,
+            [m.config for m in marks],
+            context.hardware,
+            context.options.diode_cache_predictions,
+        )
         confidence = combined_confidence(best.group_confidence, union.confidence)
     return replace(ranking, confidence=confidence)
 
