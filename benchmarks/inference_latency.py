@@ -80,17 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         "rank_candidates": timed(lambda: rank_candidates(scorer, problem, configs, hardware), args.warmup, args.repeats),
     }
     extractor = getattr(scorer, "extractor", None)
-    model = getattr(scorer, "model", None)
-    if extractor is not None and model is not None:
+    network = getattr(scorer, "network", None)  # what a LearnedScorer's predict runs
+    if extractor is not None and network is not None:
         features = extractor.extract(problem, configs, hardware)
         result["features"] = timed(lambda: extractor.extract(problem, configs, hardware), args.warmup, args.repeats)
-
-        def forward():
-            with torch.inference_mode():
-                return model(features)
-
-        result["forward"] = timed(forward, args.warmup, args.repeats)
-        result["parameters"] = sum(p.numel() for p in model.parameters())
+        result["forward"] = timed(lambda: network(features), args.warmup, args.repeats)
+        result["parameters"] = sum(p.numel() for p in scorer.model.parameters())
     print(json.dumps(result, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

@@ -23,6 +23,7 @@ from diode_backend.model.checkpoint import ModelLoadError, file_sha256, load_che
 from diode_backend.model.entries import SHIPPED_MODELS, ModelEntry, manifest_entry, model_entries
 from diode_backend.model.learned import LearnedScorer, learned_identity
 from diode_backend.model.manifest import ModelManifest, read_manifest
+from diode_backend.model.network import FrozenTimingModel, TimingModel
 from diode_backend.options import DiodeOptionError
 from diode_backend.problem import GemmProblem, KernelConfig
 
@@ -117,6 +118,27 @@ def test_learned_scorer_times_are_the_ensemble_geometric_mean(tmp_path, h100):
     expected = log_times.double().mean(0).exp()
     assert torch.allclose(torch.tensor(prediction.times_us, dtype=torch.float64), expected, rtol=1e-5)
     assert scorer.identity == learned_identity(file_sha256(path))
+
+
+@pytest.mark.parametrize("layers, activation, base", [(0, "silu", False), (1, "relu", True), (2, "silu", True), (3, "relu", False)])
+def test_frozen_network_predicts_what_the_model_does(h100, layers, activation, base):
+    extractor = registry.feature_extractors()["gemm"]
+    torch.manual_seed(layers)
+    arch = {"num_features": len(extractor.names), "hidden": 24, "layers": layers, "ensemble": 3, "activation": activation}
+    if base:
+        arch["base_feature"] = extractor.names.index("log2_analytical_us")
+    model = TimingModel(arch).eval()
+    features = extractor.extract(PROBLEM, CONFIGS, h100)
+    model.mean.copy_(features.mean(0))
+    model.std.copy_(features.std(0).clamp(min=1e-3))
+    model.target_mean.fill_(2.5)
+    model.target_std.fill_(0.8)
+    network = FrozenTimingModel(model)
+    first = network(features)
+    # smaller and larger batches between: the kept buffers are reused and grown
+    for rows in (features[:1], features.repeat(3, 1), features.flip(0)):
+        assert torch.allclose(network(rows), model(rows).detach(), rtol=1e-5, atol=1e-5)
+    assert torch.allclose(first, model(features).detach(), rtol=1e-5, atol=1e-5)  # not overwritten since
 
 
 def _agreement(log_times: torch.Tensor) -> float:

@@ -15,6 +15,7 @@ from ..problem import GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import Prediction
 from .calibration import calibrate, confidence_raw
 from .checkpoint import Checkpoint, ModelLoadError, load_checkpoint
+from .network import FrozenTimingModel
 
 
 class LearnedScorer:
@@ -36,6 +37,7 @@ class LearnedScorer:
     ) -> None:
         self.checkpoint = checkpoint
         self.model = checkpoint.model
+        self.network = FrozenTimingModel(checkpoint.model)  # what predict runs
         self.extractor = extractor
         self.name = name or str(checkpoint.path)
         self.identity = learned_identity(checkpoint.sha256)
@@ -67,7 +69,7 @@ class LearnedScorer:
             return Prediction(times_us=(math.nan,) * len(configs), confidence=None)
         features = self.extractor.extract(problem, configs, hardware)
         with torch.inference_mode():
-            log_times = self.model(features)  # [E, n], log microseconds
+            log_times = self.network(features)  # [E, n], log microseconds
             times = log_times.mean(dim=0).exp()
             raw = confidence_raw(log_times)
         calibration = self.checkpoint.calibration
