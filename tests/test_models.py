@@ -135,8 +135,9 @@ def test_frozen_network_predicts_what_the_model_does(h100, layers, activation, b
     model.target_std.fill_(0.8)
     network = FrozenTimingModel(model)
     first = network(features)
-    # smaller and larger batches between: the kept buffers are reused and grown
-    for rows in (features[:1], features.repeat(3, 1), features.flip(0)):
+    # smaller and larger batches between: the kept buffers are reused and grown; one row has
+    # no varying column, all go into the first layer's bias
+    for rows in (features[:0], features[:1], features.repeat(3, 1), features.flip(0)):
         assert torch.allclose(network(rows), model(rows).detach(), rtol=1e-5, atol=1e-5)
     assert torch.allclose(first, model(features).detach(), rtol=1e-5, atol=1e-5)  # not overwritten since
 
