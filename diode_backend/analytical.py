@@ -1,6 +1,8 @@
 """The built-in analytical scorer: a roofline with wave quantization, tile efficiency and
-shared-memory/register fit. It needs no training data, so DIODE works on any CUDA GPU before a
-learned model exists, and it is the baseline every learned model must beat.
+shared-memory/register fit; float32 without TF32, whose dot runs on the FP32 pipes instead of
+tensor cores, gets its own throughput and register model. It needs no training data, so DIODE
+works on any CUDA GPU before a learned model exists, and it is the baseline every learned model
+must beat.
 
 All times are microseconds.
 """
@@ -16,7 +18,7 @@ from .config_table import ConfigTable
 from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
 from .scorer import Prediction
 
-VERSION = 1
+VERSION = 2
 
 # Fallback peaks (dense TFLOP/s, GB/s) per compute-capability major when the hardware hook
 # gives none: roughly an A100 (8.x) and an H100 SXM (9.x), scaled by SM count below.
@@ -30,6 +32,16 @@ _L2_OVER_DRAM = 2.5  # L2 bandwidth over DRAM bandwidth
 _MAX_WARPS_PER_SM = 64
 _REGS_PER_SM = 65536
 _SMEM_PER_SM = 232448  # Hopper; smaller parts are limited by shared_memory_per_block below
+_SM_SUBPARTITIONS = 4  # an SM issues from four sub-partitions, 32 FP32 lanes each
+# float32 without TF32 runs tl.dot on the FP32 pipes (FFMA), not on tensor cores.
+_FMA_PEAK_FRACTION = 0.75  # of the FP32 peak, for a K loop of FFMAs only (clocks, loop overhead)
+_FMA_COLS = 4  # Triton's FMA layout gives a thread 4 adjacent accumulator columns (2 if tiny)
+_FMA_COPY_INSTRS = 3.0  # instructions per 4-byte cp.async (the FMA path copies unvectorised)
+_FMA_BASE_REGS = 64  # registers for pointers, loop state and masks
+_FMA_LIVE_K = 0.15  # share of a K step's operand fragments the unrolled loop keeps in registers
+_FMA_REG_ONSET = 192  # register demand from which stalls, then spills, slow the loop
+_FMA_SPILL_COST = 4.0  # slowdown per 255 registers of demand over the onset
+_FMA_LIBRARY_EFFICIENCY = 0.55  # cuBLAS SGEMM: 33-38 of 67 TFLOP/s on large H100 problems
 
 
 class AnalyticalScorer:
@@ -80,7 +92,8 @@ class _Rates:
 
 def _library_time(problem: GemmProblem, rates: _Rates) -> float:
     """cuBLAS-like: near-peak compute, near-peak bandwidth, a larger fixed cost."""
-    compute = problem.flops / (rates.flops_per_us * 0.80)
+    efficiency = _FMA_LIBRARY_EFFICIENCY if _runs_on_fma(problem) else 0.80
+    compute = problem.flops / (rates.flops_per_us * efficiency)
     memory = problem.min_bytes / (rates.dram_bytes_per_us * 0.85)
     return max(compute, memory) + _LAUNCH_US + 2.0
 
@@ -97,8 +110,13 @@ def _tiled_times(
     smem = stages * (bm * bk + bk * bn) * in_bytes
     smem_limit = hardware.shared_memory_per_block or 232448
     acc_regs = bm * bn / (32 * warps)  # fp32 accumulator registers per thread
-    regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
-    spill = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
+    fma = _runs_on_fma(problem)
+    if fma:
+        regs, efficiency = _fma_registers_and_efficiency(bm, bn, bk, warps, acc_regs)
+    else:
+        regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
+        spill = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
+        efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / spill
 
     sms = hardware.sm_count or 132
     ctas_per_sm = torch.minimum(
@@ -118,7 +136,9 @@ def _tiled_times(
     padded_flops = 2.0 * n_tiles * bm * bn * k_steps * bk
     busy_fraction = n_tiles / (waves * slots)
     sm_fraction = (n_tiles / sms).clamp(max=1.0)  # fewer tiles than SMs leaves SMs unused
-    efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / spill
+    if fma:  # FFMAs issue only from sub-partitions that hold a warp: 1- and 2-warp CTAs idle lanes
+        warps_per_sm = warps * torch.minimum(ctas_per_sm, torch.ceil(n_tiles / sms))
+        efficiency = efficiency * (warps_per_sm / _SM_SUBPARTITIONS).clamp(max=1.0)
     compute = padded_flops / (rates.flops_per_us * efficiency * sm_fraction.clamp(min=1e-3))
     compute = torch.where(n_tiles > sms, compute / busy_fraction.clamp(min=1e-3) ** 0.5, compute)
 
@@ -134,6 +154,35 @@ def _tiled_times(
     latency = waves * k_steps * _K_STEP_US * (1.0 - 0.7 * hidden)
     times = torch.maximum(compute, memory) + latency + _LAUNCH_US
     return torch.where(smem > smem_limit, math.inf, times)  # does not compile/launch
+
+
+def _fma_registers_and_efficiency(
+    bm: torch.Tensor, bn: torch.Tensor, bk: torch.Tensor, warps: torch.Tensor, acc_regs: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Registers per thread and fraction of the FP32 peak (0..1] of Triton's FMA dot, per tile.
+
+    A thread owns ``rows x cols`` accumulators; for every K element it reads ``rows`` A values
+    and ``cols`` B values from shared memory (16-byte loads) and issues ``rows * cols`` FFMAs.
+    """
+    cols = torch.where(acc_regs <= 8, 2.0, float(_FMA_COLS))
+    rows = acc_regs / cols
+    lanes_n = (bn / cols).clamp(max=32)  # threads of a warp side by side along N
+    copies = (bm + bn) / (32 * warps)  # 4-byte global-to-shared copies per thread per K element
+    # Shared-memory wavefronts (128 bytes, one per clock per SM) per warp and K element: A rows
+    # (the distinct rows a warp reads share banks, an unswizzled tile), B columns, copy writes.
+    wavefronts = rows * (32 / lanes_n) / 4 + lanes_n * cols / 32 + copies
+    smem_bound = (_SM_SUBPARTITIONS * wavefronts / acc_regs).clamp(min=1.0)
+    issue = acc_regs / (acc_regs + (rows + cols) / 4 + _FMA_COPY_INSTRS * copies)
+    # The K loop is unrolled: part of each step's A and B fragments is live beside the
+    # accumulators. Past the onset ptxas trades latency hiding for registers, past 255 it spills.
+    regs = _FMA_BASE_REGS + acc_regs + _FMA_LIVE_K * bk * (rows + cols)
+    pressure = 1.0 + _FMA_SPILL_COST * (regs - _FMA_REG_ONSET).clamp(min=0) / 255
+    return regs, _FMA_PEAK_FRACTION * issue / smem_bound / pressure
+
+
+def _runs_on_fma(problem: GemmProblem) -> bool:
+    """float32 without TF32: tl.dot and cuBLAS run on the FP32 pipes, not on tensor cores."""
+    return problem.dtype == "float32" and not problem.allow_tf32
 
 
 def _tile_efficiency(
