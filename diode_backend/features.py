@@ -51,15 +51,16 @@ _UNLAUNCHABLE_LOG2_US = 30.0
 
 
 class GemmFeatures:
-    """Schema ``gemm`` v2: size logs, dtype/layout flags, tile, wave and padding features, and
+    """Schema ``gemm`` v3: size logs, dtype/layout flags, tile, wave and padding features, and
     the analytical scorer's estimate (log2 microseconds; 0 with ``analytical_scored`` = 0 for
     kinds it cannot model).
 
-    v2 added ``log2_analytical_us`` and ``analytical_scored``.
+    v2 added ``log2_analytical_us`` and ``analytical_scored``; v3 computes it with analytical v2
+    (float32 without TF32 costed on the FP32 pipe).
     """
 
     schema = "gemm"
-    version = 2
+    version = 3
     names = _PROBLEM_NAMES + _CONFIG_NAMES
 
     def extract(

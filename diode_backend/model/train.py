@@ -61,7 +61,7 @@ class TrainOptions:
 
     hidden: int = 32
     layers: int = 2
-    ensemble: int = 5
+    ensemble: int = 4
     activation: str = "silu"
     max_epochs: int = 60
     patience: int = 8
