@@ -1,6 +1,7 @@
 """The built-in analytical scorer: a roofline with wave quantization, tile efficiency and
-shared-memory/register fit; float32 without TF32, whose dot runs on the FP32 pipes instead of
-tensor cores, gets its own throughput and register model. It needs no training data, so DIODE
+shared-memory/register fit. Tensor-core tiles that spill registers, or that fall back to mma.sync
+on Hopper, are slowed accordingly; float32 without TF32, whose dot runs on the FP32 pipes instead
+of tensor cores, gets its own throughput and register model. It needs no training data, so DIODE
 works on any CUDA GPU before a learned model exists, and it is the baseline every learned model
 must beat.
 
@@ -18,7 +19,7 @@ from .config_table import ConfigTable
 from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
 from .scorer import Prediction
 
-VERSION = 2
+VERSION = 3
 
 # Fallback peaks (dense TFLOP/s, GB/s) per compute-capability major when the hardware hook
 # gives none: roughly an A100 (8.x) and an H100 SXM (9.x), scaled by SM count below.
@@ -42,6 +43,13 @@ _FMA_LIVE_K = 0.15  # share of a K step's operand fragments the unrolled loop ke
 _FMA_REG_ONSET = 192  # register demand from which stalls, then spills, slow the loop
 _FMA_SPILL_COST = 4.0  # slowdown per 255 registers of demand over the onset
 _FMA_LIBRARY_EFFICIENCY = 0.55  # cuBLAS SGEMM: 33-38 of 67 TFLOP/s on large H100 problems
+# Tensor-core dots (bf16, fp16, tf32): register demand per thread, fitted to ptxas counts of
+# Inductor-style kernels compiled with Triton 3.6 for sm_90a.
+_TC_BASE_REGS = 40  # pointers, offsets, loop state, masks
+_TC_OPERAND_LIVE = 3.0  # live registers per register of a thread's share of a K step's A and B
+_TC_MMA_ACC_LIVE = 2.0  # mma.sync (no wgmma) keeps operand fragments beside each accumulator
+_TC_SPILL_COST = 2.0  # slowdown at 255 registers of demand past 255, growing as its square root
+_TC_MMA_FRACTION = 0.8  # mma.sync reaches this share of what wgmma does on Hopper
 
 
 class AnalyticalScorer:
@@ -114,9 +122,8 @@ def _tiled_times(
     if fma:
         regs, efficiency = _fma_registers_and_efficiency(bm, bn, bk, warps, acc_regs)
     else:
-        regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
-        spill = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
-        efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / spill
+        regs, pressure = _tensor_core_registers_and_pressure(problem, bm, bn, bk, warps, acc_regs, hardware)
+        efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / pressure
 
     sms = hardware.sm_count or 132
     ctas_per_sm = torch.minimum(
@@ -178,6 +185,36 @@ def _fma_registers_and_efficiency(
     regs = _FMA_BASE_REGS + acc_regs + _FMA_LIVE_K * bk * (rows + cols)
     pressure = 1.0 + _FMA_SPILL_COST * (regs - _FMA_REG_ONSET).clamp(min=0) / 255
     return regs, _FMA_PEAK_FRACTION * issue / smem_bound / pressure
+
+
+def _tensor_core_registers_and_pressure(
+    problem: GemmProblem,
+    bm: torch.Tensor,
+    bn: torch.Tensor,
+    bk: torch.Tensor,
+    warps: torch.Tensor,
+    acc_regs: torch.Tensor,
+    hardware: HardwareInfo,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Register demand per thread and slowdown (>= 1) of a tensor-core tile from register spills
+    and, on Hopper, from falling back to mma.sync.
+
+    Each K step's A and B tiles pass through registers (loads, pointers, layout conversion), so
+    a thread's share of them costs about ``_TC_OPERAND_LIVE`` times its size. On Hopper Triton
+    uses wgmma for 4- and 8-warp tiles with BLOCK_M >= 64 (accumulators only in registers);
+    other tiles use mma.sync, which also holds operand fragments beside the accumulators.
+    """
+    # a thread's registers for the A and B tiles of one K step, times how long they stay live
+    operand_regs = bk * (bm + bn) / warps * (_TC_OPERAND_LIVE * DTYPE_BYTES.get(problem.dtype, 4) / 4 / 32)
+    hopper = hardware.compute_capability[0] >= 9
+    mma_sync = (warps < 4) | (bm < 64) if hopper else torch.ones_like(bm, dtype=torch.bool)
+    regs = torch.where(mma_sync, _TC_MMA_ACC_LIVE, 1.0).mul_(acc_regs).add_(operand_regs).add_(_TC_BASE_REGS)
+    # Spilled values round-trip through local memory (mostly L1); on the H100 timings the cost
+    # grows more slowly than the excess, so it rises as its square root.
+    pressure = (regs - 255).clamp_(min=0).div_(255).sqrt_().mul_(_TC_SPILL_COST).add_(1.0)
+    if hopper:
+        pressure = pressure.mul_(torch.where(mma_sync, 1.0 / _TC_MMA_FRACTION, 1.0))
+    return regs, pressure
 
 
 def _runs_on_fma(problem: GemmProblem) -> bool:
