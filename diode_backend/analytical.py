@@ -65,11 +65,19 @@ class AnalyticalScorer:
         return Prediction(times_us=tuple(times.tolist()), confidence=None)
 
 
-def estimate_times_us(problem: GemmProblem, table: ConfigTable, hardware: HardwareInfo) -> torch.Tensor:
+def estimate_times_us(
+    problem: GemmProblem, table: ConfigTable, hardware: HardwareInfo, *, fitted_registers: bool = True
+) -> torch.Tensor:
     """Predicted runtime in microseconds of each config row, float64 ``[n]``: ``inf`` where a
-    tile cannot launch (shared memory), ``nan`` for kinds with no model (decompose-k, ...)."""
+    tile cannot launch (shared memory), ``nan`` for kinds with no model (decompose-k, ...).
+
+    ``fitted_registers=False`` costs tensor-core tiles with analytical v2's register estimate
+    (accumulators plus one copy of a K step's operands, spills as its square over 255) instead
+    of the fitted demand and spill model: the learned models' feature schema ``gemm`` v3 is
+    defined on that estimate (a model trained on it ranked better than one trained on v3's).
+    """
     rates = _Rates.of(problem, hardware)
-    tiled = _tiled_times(problem, table.tiles, hardware, rates)
+    tiled = _tiled_times(problem, table.tiles, hardware, rates, fitted_registers)
     has_tiles = (table.tiles[:, :3] > 0).all(dim=1)
     library = _library_time(problem, rates) - 0.5 * table.bias_epilogue.double()
     times = torch.where(has_tiles, tiled, torch.full_like(tiled, math.nan))
@@ -107,7 +115,7 @@ def _library_time(problem: GemmProblem, rates: _Rates) -> float:
 
 
 def _tiled_times(
-    problem: GemmProblem, tiles: torch.Tensor, hardware: HardwareInfo, rates: _Rates
+    problem: GemmProblem, tiles: torch.Tensor, hardware: HardwareInfo, rates: _Rates, fitted_registers: bool
 ) -> torch.Tensor:
     """Triton template time per row of ``tiles`` (see :class:`ConfigTable`); rows without tiles
     get meaningless values that the caller masks."""
@@ -121,9 +129,13 @@ def _tiled_times(
     fma = _runs_on_fma(problem)
     if fma:
         regs, efficiency = _fma_registers_and_efficiency(bm, bn, bk, warps, acc_regs)
-    else:
+    elif fitted_registers:
         regs, pressure = _tensor_core_registers_and_pressure(problem, bm, bn, bk, warps, acc_regs, hardware)
         efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / pressure
+    else:  # analytical v2's estimate (see estimate_times_us)
+        regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
+        spill = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
+        efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / spill
 
     sms = hardware.sm_count or 132
     ctas_per_sm = torch.minimum(

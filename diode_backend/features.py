@@ -56,7 +56,8 @@ class GemmFeatures:
     kinds it cannot model).
 
     v2 added ``log2_analytical_us`` and ``analytical_scored``; v3 computes it with analytical v2
-    (float32 without TF32 costed on the FP32 pipe).
+    (float32 without TF32 costed on the FP32 pipe), which the scorer of analytical v3 still
+    offers as ``estimate_times_us(..., fitted_registers=False)``.
     """
 
     schema = "gemm"
@@ -93,7 +94,7 @@ class GemmFeatures:
         waves = torch.ceil(tiles / sms)
         smem = stages * (bm * bk + bk * bn) * in_bytes
         smem_limit = float(hardware.shared_memory_per_block or 232448)
-        estimate = estimate_times_us(p, table, hardware)
+        estimate = estimate_times_us(p, table, hardware, fitted_registers=False)  # what v3 is defined on
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)
         config_cols = (

@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from diode_backend.analytical import AnalyticalScorer
+from diode_backend.analytical import AnalyticalScorer, estimate_times_us
+from diode_backend.config_table import ConfigTable
 from diode_backend.features import GemmFeatures
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
@@ -45,13 +46,26 @@ def test_no_candidates_gives_an_empty_matrix():
 
 def test_the_analytical_estimate_is_a_feature():
     features = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
-    times = AnalyticalScorer().predict(PROBLEM, CONFIGS, H100).times_us
+    times = estimate_times_us(PROBLEM, ConfigTable.of(CONFIGS), H100, fitted_registers=False).tolist()
     estimate, scored = column(features, "log2_analytical_us"), column(features, "analytical_scored")
     for got, want in zip(estimate[:2] + estimate[3:5], times[:2] + times[3:5]):
         assert abs(got - math.log2(want)) < 1e-5
     assert math.isinf(times[2]) and estimate[2] == 30.0  # cannot launch: a large stand-in
     assert math.isnan(times[5]) and (estimate[5], scored[5]) == (0.0, 0.0)
     assert scored[:5] == [1.0] * 5
+
+
+def test_the_feature_keeps_the_estimate_schema_v3_was_trained_on():
+    """The scorer costs register spills of tensor-core tiles (analytical v3); the feature stays
+    analytical v2's estimate, so models trained on schema v3 get the inputs they learned from."""
+    problem = GemmProblem("mm", 1157, 427, 561, dtype="float16")
+    configs = [KernelConfig("triton", "triton::mm", 128, 64, 64, 4, 2, 8), KernelConfig("triton", "triton::mm", 128, 64, 64, 4, 4, 8)]
+    table = ConfigTable.of(configs)
+    scorer = AnalyticalScorer().predict(problem, configs, H100).times_us
+    schema_v3 = estimate_times_us(problem, table, H100, fitted_registers=False).tolist()
+    assert scorer[0] > 1.5 * schema_v3[0]  # the 2-warp tile spills: only the scorer charges it
+    feature = column(GemmFeatures().extract(problem, configs, H100), "log2_analytical_us")
+    assert feature == torch.tensor(schema_v3).log2().float().tolist()
 
 
 def test_analytical_scorer_orders_what_it_models():
