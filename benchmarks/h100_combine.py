@@ -28,7 +28,7 @@ def main() -> None:
     new, old_b, old_a = (load_dataset(ROOT / "runs" / name) for name in (NEW, OLD_B, OLD_A))
     timed = {item.problem for item in new}
     second = {item.problem: dict(zip(item.configs, item.times_us)) for item in old_a}
-    kept_old = []
+    kept_old, dropped = [], 0
     for item in old_b:
         if item.problem in timed:
             continue
@@ -37,7 +37,8 @@ def main() -> None:
             item = dataclasses.replace(item, times_us=tuple(min(t, times.get(c, t)) for c, t in zip(item.configs, item.times_us)))
         if item.best_us >= MIN_OLD_BEST_US:
             kept_old.append(item)
-    dropped = sum(1 for item in old_b if item.problem not in timed) - len(kept_old)
+        else:
+            dropped += 1
     environment = {
         **new.runs[-1].environment,
         "combined": f"run {NEW} whole ({len(new.problems)} problems); {len(kept_old)} problems only runs {OLD_B} "

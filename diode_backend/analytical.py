@@ -129,13 +129,13 @@ def _tiled_times(
     fma = _runs_on_fma(problem)
     if fma:
         regs, efficiency = _fma_registers_and_efficiency(bm, bn, bk, warps, acc_regs)
-    elif fitted_registers:
-        regs, pressure = _tensor_core_registers_and_pressure(problem, bm, bn, bk, warps, acc_regs, hardware)
+    else:
+        if fitted_registers:
+            regs, pressure = _tensor_core_registers_and_pressure(problem, bm, bn, bk, warps, acc_regs, hardware)
+        else:  # analytical v2's estimate (see estimate_times_us)
+            regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
+            pressure = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
         efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / pressure
-    else:  # analytical v2's estimate (see estimate_times_us)
-        regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
-        spill = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
-        efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / spill
 
     sms = hardware.sm_count or 132
     ctas_per_sm = torch.minimum(

@@ -101,13 +101,13 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
     if not ktcs:
         return ktcs
     if context.fallback is not None:
-        return _fall_back(ktcs, context.fallback, ktcs, context)
+        return _fall_back(ktcs, context.fallback, context)
     configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
     ranking = cache.cached_rank(
         context.scorer, context.problem, configs, context.hardware, context.options.diode_cache_predictions
     )
     if not ranking.order:
-        return _fall_back(ktcs, "no_scored_candidates", _autotune_set(ktcs, configs, context), context)
+        return _fall_back(ktcs, "no_scored_candidates", context, configs)
     selection = select_candidates(ranking, context.options)
     group = next(_group_ids)
     kept = []
@@ -119,12 +119,15 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
     return kept
 
 
-def _fall_back(ktcs: list[Any], reason: str, autotune: list[Any], context: GemmContext) -> list[Any]:
-    """DIODE cannot rank this group: ``diode_fallback_to_autotune`` keeps ``autotune`` for
-    Inductor to benchmark; otherwise the best guess is what Inductor picks without autotuning,
-    the op's own ATen kernel (torch 2.11 lists aten::bias_addmm before aten::addmm)."""
+def _fall_back(
+    ktcs: list[Any], reason: str, context: GemmContext, configs: list[KernelConfig] | None = None
+) -> list[Any]:
+    """DIODE cannot rank this group: ``diode_fallback_to_autotune`` keeps what Inductor would
+    benchmark without DIODE (:func:`_autotune_set` when the group's ``configs`` were read, else
+    all of it); otherwise the best guess is what Inductor picks without autotuning, the op's own
+    ATen kernel (torch 2.11 lists aten::bias_addmm before aten::addmm)."""
     if context.options.diode_fallback_to_autotune:
-        kept = autotune
+        kept = ktcs if configs is None else _autotune_set(ktcs, configs, context)
     else:
         own = [ktc for ktc in ktcs if ktc.template.uid == f"aten::{context.op}"]
         kept = (own or [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")])[:1] or ktcs
