@@ -57,7 +57,8 @@ def test_space_equals_inductors_with_shared_memory_pruning_on_this_gpu():
 
 def test_tiny_kernels_are_timed_at_their_gpu_time_not_the_hosts_pace():
     """Without the guard the first H100 runs timed every few-microsecond kernel at about 25 us
-    (the host's time to issue a run): the time a run of back-to-back launches gives is the truth."""
+    (the host's time to issue a run): the time a run of back-to-back launches gives is the truth.
+    Forty candidates in one pass: the GPU's lead must hold to the pass's last run."""
     x = torch.zeros(1, device="cuda")
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda._sleep(10_000_000)  # let the host queue all launches before the GPU starts them
@@ -67,8 +68,8 @@ def test_tiny_kernels_are_timed_at_their_gpu_time_not_the_hosts_pace():
     end.record()
     end.synchronize()
     back_to_back = start.elapsed_time(end) * 1000 / 200
-    timed = Timer.summarize(Timer().time([lambda: x.add_(1)])[0])
-    assert timed < back_to_back + 4, (timed, back_to_back)
+    timed = [Timer.summarize(samples) for samples in Timer().time([lambda: x.add_(1)] * 40)]
+    assert max(timed) < back_to_back + 4, (timed, back_to_back)
 
 
 PROBLEMS = [

@@ -16,10 +16,18 @@ between the start event and the launch, the gap is counted. The host needs longe
 timed run (flush, events, launch: 20 to 40 us, more for ATen calls or on a host busy compiling)
 than the flush keeps the GPU busy (about 20 us), so small kernels were timed at a floor of about
 25 us, and cuBLAS at 50 to 120 us on 6 us problems (H100 runs of 2026-11-22). So each timed run
-is issued as ``flush, sleep, start event, launch, end event``, the sleep kernel
-(``torch.cuda._sleep``) lasting twice the host time of a whole run (the launch's own, measured
-per candidate, plus the rest of the loop, measured per pass) less the flush time: the launch is
-queued before the GPU reaches the start event. Inductor's benchmarker has no such guard.
+is issued as ``flush, sleep, start event, launch, end event`` with the sleep kernel
+(``torch.cuda._sleep``) keeping the GPU behind the host:
+
+- the first run of a pass sleeps ``lead_us`` or twice the host time of a whole run (the
+  launch's own, measured per candidate, plus the rest of the loop, measured per pass), whichever
+  is longer: the GPU starts a pass that far behind the host;
+- every later run sleeps so that the GPU spends ``guard_margin`` times the run's host time on it
+  (flush, sleep and the kernel's estimated time together), so the lead only grows during a pass
+  and every launch is queued before the GPU reaches its start event.
+
+The runs up to ``runs/2026-11-23`` slept twice the host time on every run: enough on its own,
+but twice the GPU time the lead needs on small kernels. Inductor's benchmarker has no such guard.
 """
 
 from __future__ import annotations
@@ -43,13 +51,15 @@ class TimingMethod:
     max_reps: int = 10
     budget_us: float = 1500.0
     flush_l2: bool = True
-    min_guard_us: float = 10.0
+    guard_margin: float = 1.25
+    lead_us: float = 200.0
     max_guard_us: float = 1000.0
 
     def describe(self) -> dict[str, Any]:
         return {
             "method": "cuda events around each run, L2 flushed (zeroed buffer of L2 size) before each run, "
-            "then a sleep kernel covering the launch's host time, one untimed warm-up run per candidate, "
+            "then a sleep kernel keeping the GPU behind the host (a lead at the start of each pass, then "
+            "guard_margin times each run's host time of GPU work per run), one untimed warm-up run per candidate, "
             "one estimate run, then round(budget_us/estimate) runs clamped to [min_reps, max_reps] "
             "round-robin over the problem's candidates; median of all timed runs; fresh random normal "
             "inputs per problem; results checked against a float32 reference",
@@ -80,10 +90,10 @@ class Timer:
         gc.disable()  # a collection between the start event and the launch would be timed
         try:
             self.host_us = [self._host_time(launch) for launch in launches]
-            estimates = self._run([(i, launch, self._guard_cycles(i)) for i, launch in enumerate(launches)])
+            estimates = self._run([(i, launch, self._guard_cycles(i, 0.0)) for i, launch in enumerate(launches)])
             reps = [self._reps(samples[0]) for samples in estimates]
             schedule = [
-                (i, launches[i], self._guard_cycles(i))
+                (i, launches[i], self._guard_cycles(i, estimates[i][0]))
                 for r in range(max(reps))
                 for i in range(len(launches))
                 if reps[i] > r
@@ -113,14 +123,21 @@ class Timer:
             best = min(best, (time.perf_counter() - started) * 1e6)
         return best
 
-    def _guard_cycles(self, i: int) -> int:
+    def _guard_cycles(self, i: int, kernel_us: float) -> int:
+        """The sleep before a run of launch ``i`` (not the first of a pass) whose kernel takes
+        about ``kernel_us``: the rest of ``guard_margin`` times the run's host time."""
         m = self.method
-        sleep_us = 2 * (self.host_us[i] + self.loop_us) - self.flush_us
-        return int(min(max(sleep_us, m.min_guard_us), m.max_guard_us) * self._cycles_per_us)
+        sleep_us = m.guard_margin * (self.host_us[i] + self.loop_us) - self.flush_us - kernel_us
+        return int(min(max(sleep_us, 0.0), m.max_guard_us) * self._cycles_per_us)
+
+    def _lead_cycles(self, i: int) -> int:
+        m = self.method
+        sleep_us = max(m.lead_us, 2 * (self.host_us[i] + self.loop_us))
+        return int(min(sleep_us, m.max_guard_us) * self._cycles_per_us)
 
     def _time_loop(self) -> float:
         """The host time of a timed run without its launch, calibrated on an idle GPU."""
-        self.host_us = [0.0] * 20
+        self.host_us, self.loop_us = [0.0] * 20, 0.0
         self._run([(i, lambda: None, 1) for i in range(20)])
         return self.loop_us
 
@@ -140,10 +157,12 @@ class Timer:
         while len(self._events) < len(schedule):
             self._events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
         started = time.perf_counter()
-        for j, (_, launch, guard) in enumerate(schedule):
+        for j, (i, launch, guard) in enumerate(schedule):
             start, end = self._events[j]
             if self.method.flush_l2:
                 self._flush.zero_()
+            if j == 0:
+                guard = self._lead_cycles(i)
             if guard:
                 torch.cuda._sleep(guard)
             start.record()
