@@ -86,3 +86,21 @@ def test_the_compile_feeder_records_every_kernel_and_stops_writing_once_told():
             _compile_all(pool, keys, ready, compiled, stop)
         assert set(ready) == expected
         assert compiled["count"] == len(expected)
+
+
+def test_waiting_for_kernels_gives_up_at_the_deadline():
+    """On a cold Triton cache the GPU worker waited for compiles past --max-seconds until
+    `timeout` killed the sweep (H100, 2026-11-23): the wait must end at the deadline."""
+    import threading
+    import time
+
+    from diode_backend.collect.sweep import _wait_for_kernels
+
+    ready: dict[int, str] = {0: ""}
+    started = time.time()
+    assert not _wait_for_kernels({0, 1}, {}, ready, deadline=started + 0.3)
+    assert 0.3 <= time.time() - started < 5
+    threading.Timer(0.2, ready.update, args=({1: ""},)).start()  # the compile pool finishes kernel 1
+    known: dict[int, str] = {}
+    assert _wait_for_kernels({0, 1}, known, ready, deadline=time.time() + 30)
+    assert known == {0: "", 1: ""}

@@ -234,11 +234,10 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
             item = todo[index]
             wanted = {keys[kernel.compile_key(item.problem, c)] for c in item.configs if c.kind != KIND_ATEN}
             waited = time.perf_counter()
-            while not wanted <= known.keys():
-                known.update(ready.copy())
-                if not wanted <= known.keys():
-                    time.sleep(0.05)
+            compiled = _wait_for_kernels(wanted, known, ready, deadline)
             stats["wait_seconds"] += time.perf_counter() - waited
+            if not compiled:  # out of time while its kernels compile: a rerun times it
+                break
             started = time.perf_counter()
             result, _ = time_problem(item, timer, lambda key: _load(key, keys, kernels, known))
             if retime_every and index % retime_every == 0:
@@ -258,6 +257,18 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
     stats["host_us"] = {f"{kind}_median": statistics.median(v) for kind, v in host.items() if v}
     stats["retimed"] = retimed
     results.put(stats)
+
+
+def _wait_for_kernels(wanted: set[int], known: dict[int, str], ready, deadline: float | None) -> bool:
+    """Wait until every kernel in ``wanted`` is compiled (or failed): False if ``deadline``
+    (``time.time()``) passes first. On a cold Triton cache a problem can wait minutes."""
+    while True:
+        known.update(ready.copy())
+        if wanted <= known.keys():
+            return True
+        if deadline is not None and time.time() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str]):
