@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import math
 import os
 import statistics
@@ -465,8 +466,12 @@ def _load_state(path, model, optimizer, scheduler, sampler, options, digest) -> 
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
+    # saved through a buffer: torch.save names the zip archive after the file it writes, and a
+    # temporary file's name would make the same training give different bytes
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, temporary)
+    temporary.write_bytes(buffer.getvalue())
     os.replace(temporary, path)
 
 
