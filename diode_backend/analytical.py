@@ -65,19 +65,11 @@ class AnalyticalScorer:
         return Prediction(times_us=tuple(times.tolist()), confidence=None)
 
 
-def estimate_times_us(
-    problem: GemmProblem, table: ConfigTable, hardware: HardwareInfo, *, fitted_registers: bool = True
-) -> torch.Tensor:
+def estimate_times_us(problem: GemmProblem, table: ConfigTable, hardware: HardwareInfo) -> torch.Tensor:
     """Predicted runtime in microseconds of each config row, float64 ``[n]``: ``inf`` where a
-    tile cannot launch (shared memory), ``nan`` for kinds with no model (decompose-k, ...).
-
-    ``fitted_registers=False`` costs tensor-core tiles with analytical v2's register estimate
-    (accumulators plus one copy of a K step's operands, spills as its square over 255) instead
-    of the fitted demand and spill model: the learned models' feature schema ``gemm`` v3 is
-    defined on that estimate (a model trained on it ranked better than one trained on v3's).
-    """
+    tile cannot launch (shared memory), ``nan`` for kinds with no model (decompose-k, ...)."""
     rates = _Rates.of(problem, hardware)
-    tiled = _tiled_times(problem, table.tiles, hardware, rates, fitted_registers)
+    tiled = _tiled_times(problem, table.tiles, hardware, rates)
     has_tiles = (table.tiles[:, :3] > 0).all(dim=1)
     library = _library_time(problem, rates) - 0.5 * table.bias_epilogue.double()
     times = torch.where(has_tiles, tiled, torch.full_like(tiled, math.nan))
@@ -114,9 +106,7 @@ def _library_time(problem: GemmProblem, rates: _Rates) -> float:
     return max(compute, memory) + _LAUNCH_US + 2.0
 
 
-def _tiled_times(
-    problem: GemmProblem, tiles: torch.Tensor, hardware: HardwareInfo, rates: _Rates, fitted_registers: bool
-) -> torch.Tensor:
+def _tiled_times(problem: GemmProblem, tiles: torch.Tensor, hardware: HardwareInfo, rates: _Rates) -> torch.Tensor:
     """Triton template time per row of ``tiles`` (see :class:`ConfigTable`); rows without tiles
     get meaningless values that the caller masks."""
     bm, bn, bk = (tiles[:, i].clamp(min=1) for i in range(3))
@@ -130,11 +120,7 @@ def _tiled_times(
     if fma:
         regs, efficiency = _fma_registers_and_efficiency(bm, bn, bk, warps, acc_regs)
     else:
-        if fitted_registers:
-            regs, pressure = _tensor_core_registers_and_pressure(problem, bm, bn, bk, warps, acc_regs, hardware)
-        else:  # analytical v2's estimate (see estimate_times_us)
-            regs = acc_regs + (bm * bk + bk * bn) * in_bytes / 4 / (32 * warps) + 32
-            pressure = torch.where(regs <= 255, 1.0, (regs / 255.0) ** 2)
+        regs, pressure = _tensor_core_registers_and_pressure(problem, bm, bn, bk, warps, acc_regs, hardware)
         efficiency = _tile_efficiency(bm, bn, bk, warps, stages, problem.dtype) / pressure
 
     sms = hardware.sm_count or 132

@@ -51,17 +51,17 @@ _UNLAUNCHABLE_LOG2_US = 30.0
 
 
 class GemmFeatures:
-    """Schema ``gemm`` v3: size logs, dtype/layout flags, tile, wave and padding features, and
+    """Schema ``gemm`` v4: size logs, dtype/layout flags, tile, wave and padding features, and
     the analytical scorer's estimate (log2 microseconds; 0 with ``analytical_scored`` = 0 for
     kinds it cannot model).
 
-    v2 added ``log2_analytical_us`` and ``analytical_scored``; v3 computes it with analytical v2
-    (float32 without TF32 costed on the FP32 pipe), which the scorer of analytical v3 still
-    offers as ``estimate_times_us(..., fitted_registers=False)``.
+    v2 added ``log2_analytical_us`` and ``analytical_scored``; v3 computed it with analytical v2
+    (float32 without TF32 costed on the FP32 pipe); v4 with analytical v3 (register spills of
+    tensor-core tiles), the scorer's own estimate.
     """
 
     schema = "gemm"
-    version = 3
+    version = 4
     names = _PROBLEM_NAMES + _CONFIG_NAMES
 
     def extract(
@@ -94,7 +94,7 @@ class GemmFeatures:
         waves = torch.ceil(tiles / sms)
         smem = stages * (bm * bk + bk * bn) * in_bytes
         smem_limit = float(hardware.shared_memory_per_block or 232448)
-        estimate = estimate_times_us(p, table, hardware, fitted_registers=False)  # what v3 is defined on
+        estimate = estimate_times_us(p, table, hardware)
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)
         config_cols = (
