@@ -30,6 +30,7 @@ from typing import Any
 
 import msgpack
 
+from .files import write_atomic
 from .problem import GemmProblem, HardwareInfo, KernelConfig
 
 FORMAT = "diode-gemm-timings"
@@ -156,15 +157,7 @@ def encode_shard(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> bytes
 
 def write_shard(path: str | os.PathLike, meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> Path:
     """Write one shard atomically (a reader never sees half a file) and return its path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(encode_shard(meta, problems))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, encode_shard(meta, problems))
 
 
 class ShardWriter:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import write_atomic
 from ..problem import HardwareInfo
 from .checkpoint import ModelLoadError
 
@@ -118,17 +118,5 @@ def read_manifest(path: str | os.PathLike[str]) -> ModelManifest:
 
 def write_manifest(manifest: ModelManifest, folder: str | os.PathLike[str]) -> Path:
     """Write ``folder/manifest.json`` atomically; returns its path."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / MANIFEST_NAME
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{MANIFEST_NAME}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(manifest.to_dict(), file, indent=2, sort_keys=False)
-            file.write("\n")
-        os.chmod(temp, 0o644)  # mkstemp's 0o600 would hide a shipped manifest from other users
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
+    text = json.dumps(manifest.to_dict(), indent=2, sort_keys=False) + "\n"
+    return write_atomic(Path(folder) / MANIFEST_NAME, text.encode("utf-8"))

@@ -38,6 +38,7 @@ import torch
 
 from ..dataset import ProblemTimings
 from ..features import FeatureExtractor
+from ..files import write_atomic
 from ..problem import HardwareInfo
 from .calibration import TOLERANCE, confidence_raw, fit_calibration
 from .checkpoint import checkpoint_data
@@ -470,9 +471,7 @@ def _atomic_save(obj: Any, path: Path) -> None:
     # temporary file's name would make the same training give different bytes
     buffer = io.BytesIO()
     torch.save(obj, buffer)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(buffer.getvalue())
-    os.replace(temporary, path)
+    write_atomic(path, buffer.getvalue())
 
 
 class _Progress:
