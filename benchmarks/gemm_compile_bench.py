@@ -12,7 +12,7 @@ caches off and Triton's cache in a fresh folder, so each compile is cold; compil
 time of the first call after ``torch._dynamo.reset()``, synchronized; runtime = the compiled
 function's GPU time as the dataset's candidates are timed (``diode_backend.collect.timing``:
 CUDA events, L2 flushed and the launch's host time covered before each run, median of 20 to
-200 runs), on fresh random inputs (never zeros). Before 2026-11-24 runtime was
+200 runs), on fresh random inputs (never zeros). Runs before commit c66420c (2026-11-23) used
 ``triton.testing.do_bench`` of the compiled function, which counts the host's dispatch time on
 small GEMMs: the same kernel read 14.3 us in one run and 23.6 us in the next.
 
