@@ -56,7 +56,7 @@ def test_split_is_by_problem_seeded_and_complete():
 
 def test_training_writes_a_checkpoint_the_scorer_loads(problems, tmp_path):
     result = run(problems, tmp_path / "model.pt")
-    assert (result.train_problems, result.stopping_problems, result.calibration_problems) == (24, 3, 3)
+    assert (result.train_problems, result.stopping_problems, result.calibration_problems) == (24, 3, 6)
     assert not (tmp_path / "model.pt.state").exists()  # finished: nothing to resume
     saved = torch.load(tmp_path / "model.pt", weights_only=True)
     assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 4)

@@ -19,7 +19,7 @@ _OPTION_HELP = {
     "learning_rate": "AdamW learning rate (cosine decay over max-epochs)",
     "listwise_weight": "weight of the ranking (listwise) term against the MSE of log times",
     "temperature": "listwise softmax temperature, natural-log units of time",
-    "holdout_fraction": "training problems held out, half for early stopping, half for calibration",
+    "holdout_fraction": "training problems held out: half for early stopping, all for calibrating the confidence",
     "seed": "seed of initialisation, sampling and the hold-out split",
 }
 
