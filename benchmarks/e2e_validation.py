@@ -19,7 +19,9 @@ compiles none; diode_fast compiles one to five before max_autotune_default's twe
 time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: the
 compiled function timed exactly as the dataset's candidates were (``diode_backend.collect.timing``:
 CUDA events, L2 flushed before each run, median), more repetitions; ``vs_best`` divides it by
-the dataset's fastest measured candidate. Results are written after every problem.
+the dataset's fastest measured candidate. Results are written after every problem; ``--resume``
+continues a file an earlier call wrote (its rows kept, its problems skipped), so a run longer
+than one GPU call is made in several.
 
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
@@ -182,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--budget-s", type=float, default=480.0, help="start no new problem after this many seconds")
     parser.add_argument("--out", required=True, help="JSON file to write (rewritten after every problem)")
+    parser.add_argument("--resume", action="store_true", help="keep the rows already in --out and skip their problems")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = sorted(set(modes) - set(MODES))
@@ -212,6 +215,17 @@ def main(argv: list[str] | None = None) -> int:
         "modes": {mode: MODES[mode] for mode in modes},
         "rows": [],
     }
+    if args.resume and Path(args.out).exists():
+        earlier = json.loads(Path(args.out).read_text())
+        if earlier.get("modes") != result["modes"]:
+            parser.error(f"{args.out} was written with other --modes ({', '.join(earlier.get('modes', {}))})")
+        result["rows"] = earlier["rows"]
+        result["earlier_calls"] = earlier.get("earlier_calls", []) + [
+            {"environment": earlier["environment"], "elapsed_s": earlier.get("elapsed_s")}
+        ]
+    done = {row["describe"] for row in result["rows"]}
+    chosen = [item for item in chosen if item.problem.describe() not in done]
+    result["summary"] = summarize(result["rows"], modes)
     warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256))
     for mode in modes:  # one-time costs out of the rows
         measure(warm_fn, warm_args, MODES[mode], timer)
