@@ -20,8 +20,8 @@ time: wall time of the first call after ``torch._dynamo.reset()``, synchronized.
 compiled function timed exactly as the dataset's candidates were (``diode_backend.collect.timing``:
 CUDA events, L2 flushed before each run, median), more repetitions; ``vs_best`` divides it by
 the dataset's fastest measured candidate. Results are written after every problem; ``--resume``
-continues a file an earlier call wrote (its rows kept, its problems skipped), so a run longer
-than one GPU call is made in several.
+continues a file an earlier call wrote (its complete rows kept and their problems skipped; a
+row with a failed mode is measured again), so a run longer than one GPU call is made in several.
 
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
@@ -141,7 +141,10 @@ def measure(fn, args, options: dict, timer) -> dict:
 
 
 def set_tf32(problem: GemmProblem) -> None:
-    torch.backends.cuda.matmul.fp32_precision = "tf32" if problem.allow_tf32 else "ieee"
+    """TF32 as the problem was measured, through the API that sets every backend alike: setting
+    only ``torch.backends.cuda.matmul.fp32_precision`` makes Inductor's autotuning raise
+    (``torch.get_float32_matmul_precision()``: "mix of the legacy and new APIs")."""
+    torch.set_float32_matmul_precision("high" if problem.allow_tf32 else "highest")
 
 
 def summarize(rows: list[dict], modes: list[str]) -> dict:
@@ -184,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--budget-s", type=float, default=480.0, help="start no new problem after this many seconds")
     parser.add_argument("--out", required=True, help="JSON file to write (rewritten after every problem)")
-    parser.add_argument("--resume", action="store_true", help="keep the rows already in --out and skip their problems")
+    parser.add_argument("--resume", action="store_true", help="keep the complete rows already in --out and skip their problems")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = sorted(set(modes) - set(MODES))
@@ -219,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         earlier = json.loads(Path(args.out).read_text())
         if earlier.get("modes") != result["modes"]:
             parser.error(f"{args.out} was written with other --modes ({', '.join(earlier.get('modes', {}))})")
-        result["rows"] = earlier["rows"]
+        # a row with a failed mode is measured again
+        result["rows"] = [row for row in earlier["rows"] if not any("error" in f for f in row["modes"].values())]
         result["earlier_calls"] = earlier.get("earlier_calls", []) + [
             {"environment": earlier["environment"], "elapsed_s": earlier.get("elapsed_s")}
         ]
