@@ -175,7 +175,6 @@ def train(
     output = Path(output)
     records = usable(records)
     train_ids, stop_ids, calibration_ids = split_problems(len(records), options.holdout_fraction, options.seed)
-    calibration_ids = stop_ids + calibration_ids
     train_rows, stop_rows, calibration_rows = (
         _Rows.build([records[i] for i in ids], extractor, hardware) for ids in (train_ids, stop_ids, calibration_ids)
     )
@@ -231,8 +230,11 @@ def train(
 
     model.load_state_dict(loop.best_state)
     model.eval()
+    # fitted on both held-out halves (see the module docstring)
+    stop_raw, stop_hits = holdout_confidence(model, stop_rows)
     raw, hits = holdout_confidence(model, calibration_rows)
-    calibration = fit_calibration(raw, hits)
+    calibration = fit_calibration(stop_raw + raw, stop_hits + hits)
+    calibration_problems = len(stop_ids) + len(calibration_ids)
     checkpoint = checkpoint_data(
         model, feature_schema=extractor.schema, feature_version=extractor.version, calibration=calibration
     )
@@ -243,7 +245,7 @@ def train(
         "hardware": hardware.to_dict(),
         "train_problems": len(train_ids),
         "stopping_problems": len(stop_ids),
-        "calibration_problems": len(calibration_ids),
+        "calibration_problems": calibration_problems,
         "best_epoch": loop.best_epoch,
         "history": loop.history,
         **(metadata or {}),
@@ -258,7 +260,7 @@ def train(
         holdout_top1_regret=math.exp(best["log_top1_regret"]),
         train_problems=len(train_ids),
         stopping_problems=len(stop_ids),
-        calibration_problems=len(calibration_ids),
+        calibration_problems=calibration_problems,
         seconds=time.monotonic() - started,
     )
 
