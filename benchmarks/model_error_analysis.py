@@ -56,12 +56,11 @@ def main(argv: list[str] | None = None) -> int:
             "tau": kendall_tau(predicted, truth), "tau_noise_only": noisy,
             "tau_fast_half": kendall_tau(predicted[order[:half]], truth[order[:half]]),
             "tau_slow_half": kendall_tau(predicted[order[half:]], truth[order[half:]]),
+            "log_time_spread": float(truth.log().std()),
         })  # fmt: skip
         residual = predicted.log() - truth.log()
         residual -= residual.mean()
         errors["all"].extend(residual.tolist())
-        spread = truth.log().std()
-        problems[-1]["log_time_spread"] = float(spread)
         for config, error in zip(item.configs, residual.tolist()):
             for field in FIELDS:
                 errors[f"{field}={getattr(config, field)}"].append(error)
