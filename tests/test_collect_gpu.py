@@ -3,6 +3,8 @@ sweep with resume, and agreement with Inductor's own timings."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import types
 
@@ -13,7 +15,7 @@ from diode_backend.collect.environment import environment, hardware_of
 from diode_backend.collect.fidelity import compare, inductor_timings, time_launches
 from diode_backend.collect.plan import PlannedProblem
 from diode_backend.collect.sweep import run_sweep
-from diode_backend.collect.timing import Timer
+from diode_backend.collect.timing import GraphTimer, Timer
 from diode_backend.dataset import DatasetMeta, load_dataset
 from diode_backend.inductor.configs import candidate_space, triton_candidates
 from diode_backend.problem import GemmProblem
@@ -70,6 +72,65 @@ def test_tiny_kernels_are_timed_at_their_gpu_time_not_the_hosts_pace():
     back_to_back = start.elapsed_time(end) * 1000 / 200
     timed = [Timer.summarize(samples) for samples in Timer().time([lambda: x.add_(1)] * 40)]
     assert max(timed) < back_to_back + 4, (timed, back_to_back)
+
+
+@pytest.fixture
+def side_stream():
+    """The graph timer captures on the current stream, which must not be the default one."""
+    with torch.cuda.stream(torch.cuda.Stream()):
+        yield
+
+
+def test_graph_timer_times_tiny_kernels_back_to_back_without_a_guard(side_stream):
+    x = torch.zeros(1, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(10_000_000)
+    start.record()
+    for _ in range(200):
+        x.add_(1)
+    end.record()
+    end.synchronize()
+    back_to_back = start.elapsed_time(end) * 1000 / 200
+    timer = GraphTimer()
+    samples = timer.time([lambda: x.add_(1)] * 40)
+    assert timer.fallbacks == 0 and all(len(s) == 11 for s in samples)  # estimate + max_reps
+    assert max(Timer.summarize(s) for s in samples) < back_to_back + 4, (samples, back_to_back)
+
+
+def test_graph_timer_agrees_with_the_stream_timer_on_cublas_and_drops_finished_candidates(side_stream):
+    sizes = [(64, 64, 64), (333, 1000, 77), (1024, 4096, 2048), (4096, 4096, 4096), (8192, 8192, 4096)]
+    ops = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(k, n, device="cuda", dtype=torch.bfloat16)) for m, n, k in sizes]
+    outs = [torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=torch.bfloat16) for a, b in ops]
+    launches = [lambda a=a, b=b, o=o: torch.mm(a, b, out=o) for (a, b), o in zip(ops, outs)]
+    for launch in launches:
+        launch()
+    graph, stream = GraphTimer(), Timer()
+    by_graph = [Timer.summarize(s) for s in graph.time(launches)]
+    by_stream = [Timer.summarize(s) for s in stream.time(launches)]
+    for g, t, size in zip(by_graph, by_stream, sizes):
+        assert 0.9 < g / t < 1.1, (size, g, t)
+    counts = [len(s) for s in graph.time(launches)]
+    assert counts[0] == 11 and counts[-1] < counts[0], counts  # the slowest GEMM gets fewer runs
+
+
+def test_graph_timer_falls_back_to_launch_by_launch_when_a_launch_cannot_be_captured():
+    # in a process of its own: the failed capture leaves torch's default generator unusable
+    script = """
+import torch
+from diode_backend.collect.sweep import make_operands
+from diode_backend.collect.timing import GraphTimer
+from diode_backend.problem import GemmProblem
+torch.cuda.set_stream(torch.cuda.Stream())
+x = torch.zeros(1, device="cuda")
+timer = GraphTimer()
+samples = timer.time([lambda: x.add_(1), lambda: x.add_(1).item()])  # .item() synchronizes
+assert timer.fallbacks == 1 and all(len(s) >= 4 for s in samples), samples
+assert len(timer.time([lambda: x.add_(1)])[0]) >= 4 and timer.fallbacks == 2  # no capture again
+make_operands(GemmProblem("mm", 64, 64, 64))  # the sweep's inputs still draw
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 PROBLEMS = [

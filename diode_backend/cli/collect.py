@@ -65,6 +65,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--max-seconds", type=float, help="stop taking problems after this long")
     sweep.add_argument("--retime-every", type=int, default=20, help="re-time every n-th problem (noise floor)")
     sweep.add_argument("--report", help="write the run's figures as JSON here")
+    sweep.add_argument(
+        "--timer",
+        default="graph",
+        choices=["graph", "stream"],
+        help="replay each round of runs from a CUDA graph (default), or launch run by run behind a sleep kernel",
+    )
     sweep.add_argument("--dry-run", action="store_true", help="print the plan's size and stop")
     sweep.set_defaults(run=run_sweep)
 
@@ -137,7 +143,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name} x{len(devices)}", file=sys.stderr)
     if args.dry_run:
         return 0
-    method = TimingMethod()
+    method = TimingMethod(replay=args.timer)
     meta = DatasetMeta(hardware, environment(devices[0], timing=method.describe(), devices=devices))
     report = sweep(planned, args.output, meta, devices=devices, method=method, max_seconds=args.max_seconds, retime_every=args.retime_every)
     summary = {"environment": meta.environment, "hardware": hardware.to_dict(), **report.summary()}

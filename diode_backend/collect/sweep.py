@@ -30,7 +30,7 @@ from ..problem import KIND_ATEN, GemmProblem, KernelConfig
 from . import kernel
 from .plan import PlannedProblem
 from .progress import Progress
-from .timing import Timer, TimingMethod
+from .timing import Timer, TimingMethod, make_timer
 
 #: Largest error (max |out - ref| / max |ref|) a candidate may show and still be timed.
 TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "tf32": 5e-3}
@@ -49,7 +49,9 @@ class SweepReport:
     compile_cpu_seconds: float = 0.0
     timing_seconds: float = 0.0
     wait_seconds: float = 0.0
+    load_seconds: float = 0.0  # of timing_seconds: loading compiled kernels from Triton's cache
     wall_seconds: float = 0.0
+    graph_fallbacks: int = 0  # problems the graph timer could not capture (timed launch by launch)
     host_us: dict[str, float] = field(default_factory=dict)  # median host time to issue a launch
     retimed: list[tuple[float, float]] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
@@ -150,7 +152,7 @@ def run_sweep(
         bar.close()
     finished += _drain(results)
     for worker in finished:
-        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds"):
+        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "load_seconds", "graph_fallbacks"):
             setattr(report, name, getattr(report, name) + worker[name])
         report.host_us.update(worker["host_us"])
         report.retimed.extend(worker["retimed"])
@@ -217,8 +219,10 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     device = devices[rank]
     torch.cuda.set_device(device)
-    timer = Timer(method)
-    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0}
+    # every launch on one side stream: the graph timer captures there (never the default stream)
+    torch.cuda.set_stream(torch.cuda.Stream())
+    timer = make_timer(method)
+    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0, "load_seconds": 0.0}
     stats["device"] = f"cuda:{device} {torch.cuda.get_device_name(device)}"
     retimed: list[tuple[float, float]] = []
     host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
@@ -239,9 +243,10 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
             if not compiled:  # out of time while its kernels compile: a rerun times it
                 break
             started = time.perf_counter()
-            result, _ = time_problem(item, timer, lambda key: _load(key, keys, kernels, known))
+            load = lambda key: _load(key, keys, kernels, known, stats)  # noqa: E731
+            result, _ = time_problem(item, timer, load)
             if retime_every and index % retime_every == 0:
-                again, _ = time_problem(item, timer, lambda key: _load(key, keys, kernels, known))
+                again, _ = time_problem(item, timer, load)
                 first = dict(zip(result.configs, result.times_us))
                 retimed.extend((first[c], t) for c, t in zip(again.configs, again.times_us) if c in first)
             stats["timing_seconds"] += time.perf_counter() - started
@@ -255,6 +260,7 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
                 counters["done"].value += 1
                 counters["pairs"].value += len(result.times_us)
     stats["host_us"] = {f"{kind}_median": statistics.median(v) for kind, v in host.items() if v}
+    stats["graph_fallbacks"] = getattr(timer, "fallbacks", 0)
     stats["retimed"] = retimed
     results.put(stats)
 
@@ -271,16 +277,21 @@ def _wait_for_kernels(wanted: set[int], known: dict[int, str], ready, deadline: 
         time.sleep(0.05)
 
 
-def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str]):
+def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str], stats: dict):
     index = keys[key]
     if known.get(index):
         raise RuntimeError(known[index])
     if index not in kernels:
+        started = time.perf_counter()
         kernels[index] = kernel.compile_for(key)  # a hit in Triton's disk cache
+        stats["load_seconds"] += time.perf_counter() - started
     return kernels[index]
 
 
 # -- one problem ----------------------------------------------------------------------------------
+
+
+_generators: dict[str, torch.Generator] = {}
 
 
 def make_operands(problem: GemmProblem, device: str = "cuda") -> dict[str, torch.Tensor | None]:
@@ -288,19 +299,28 @@ def make_operands(problem: GemmProblem, device: str = "cuda") -> dict[str, torch
     (computed without TF32)."""
     dtype, out_dtype = getattr(torch, problem.dtype), getattr(torch, problem.out_dtype)
     batch = (problem.batch,) if problem.op in ("bmm", "baddbmm") else ()
+    # A generator of our own: a CUDA graph capture that fails (GraphTimer) can leave the default
+    # generator in capture mode, where every later draw from it raises.
+    generator = _generators.get(device)
+    if generator is None:
+        generator = _generators[device] = torch.Generator(device=device)
+        generator.seed()
+
+    def randn(*shape: int, dtype: torch.dtype = dtype) -> torch.Tensor:
+        return torch.randn(*shape, device=device, dtype=dtype, generator=generator)
 
     def operand(rows: int, cols: int, layout: str) -> torch.Tensor:
         if layout == "col":
-            return torch.randn(*batch, cols, rows, device=device, dtype=dtype).transpose(-1, -2)
-        return torch.randn(*batch, rows, cols, device=device, dtype=dtype)
+            return randn(*batch, cols, rows).transpose(-1, -2)
+        return randn(*batch, rows, cols)
 
     a = operand(problem.m, problem.k, problem.a_layout)
     b = operand(problem.k, problem.n, problem.b_layout)
     bias = None
     if problem.bias == "row":
-        bias = torch.randn(problem.n, device=device, dtype=out_dtype)
+        bias = randn(problem.n, dtype=out_dtype)
     elif problem.bias == "full":
-        bias = torch.randn(*batch, problem.m, problem.n, device=device, dtype=out_dtype)
+        bias = randn(*batch, problem.m, problem.n, dtype=out_dtype)
     with _tf32(False):
         ref = torch.matmul(a.float(), b.float())
     if bias is not None:

@@ -26,8 +26,14 @@ is issued as ``flush, sleep, start event, launch, end event`` with the sleep ker
   (flush, sleep and the kernel's estimated time together), so the lead only grows during a pass
   and every launch is queued before the GPU reaches its start event.
 
-The runs up to ``runs/2026-11-23`` slept twice the host time on every run: enough on its own,
-but twice the GPU time the lead needs on small kernels. Inductor's benchmarker has no such guard.
+Inductor's benchmarker has no such guard.
+
+:class:`GraphTimer` takes the host out of the loop instead: each round of runs (a flush and one
+run of every candidate, each between two events) is captured once as a CUDA graph and replayed,
+so the GPU runs the round back to back whatever the host's pace, and needs no sleep. Its
+schedule is the same (an estimate round, then round-robin rounds, each candidate dropping out
+once it has its ``reps``). Once a problem's launches cannot be captured, that problem and every
+later one are timed by :class:`Timer`.
 """
 
 from __future__ import annotations
@@ -54,17 +60,35 @@ class TimingMethod:
     guard_margin: float = 1.25
     lead_us: float = 200.0
     max_guard_us: float = 1000.0
+    #: "graph": rounds replayed from CUDA graphs (:class:`GraphTimer`); "stream": launched one
+    #: by one behind a sleep kernel (:class:`Timer`)
+    replay: str = "graph"
 
     def describe(self) -> dict[str, Any]:
+        issue = (
+            "each round of runs captured once as a CUDA graph and replayed (launches that cannot be "
+            "captured: as 'stream')"
+            if self.replay == "graph"
+            else "a sleep kernel keeping the GPU behind the host (a lead at the start of each pass, then "
+            "guard_margin times each run's host time of GPU work per run)"
+        )
         return {
             "method": "cuda events around each run, L2 flushed (zeroed buffer of L2 size) before each run, "
-            "then a sleep kernel keeping the GPU behind the host (a lead at the start of each pass, then "
-            "guard_margin times each run's host time of GPU work per run), one untimed warm-up run per candidate, "
+            f"{issue}, one untimed warm-up run per candidate, "
             "one estimate run, then round(budget_us/estimate) runs clamped to [min_reps, max_reps] "
             "round-robin over the problem's candidates; median of all timed runs; fresh random normal "
             "inputs per problem; results checked against a float32 reference",
             **asdict(self),
         }
+
+
+def make_timer(method: TimingMethod = TimingMethod()) -> Timer:
+    """The timer ``method.replay`` names, on the current CUDA device."""
+    if method.replay == "graph":
+        return GraphTimer(method)
+    if method.replay == "stream":
+        return Timer(method)
+    raise ValueError(f"TimingMethod.replay must be 'graph' or 'stream', not {method.replay!r}")
 
 
 class Timer:
@@ -91,7 +115,7 @@ class Timer:
         try:
             self.host_us = [self._host_time(launch) for launch in launches]
             estimates = self._run([(i, launch, self._guard_cycles(i, 0.0)) for i, launch in enumerate(launches)])
-            reps = [self._reps(samples[0]) for samples in estimates]
+            reps = [self.reps(samples[0]) for samples in estimates]
             schedule = [
                 (i, launches[i], self._guard_cycles(i, estimates[i][0]))
                 for r in range(max(reps))
@@ -109,7 +133,8 @@ class Timer:
         """The time recorded for a candidate: the median of its runs."""
         return statistics.median(samples)
 
-    def _reps(self, estimate_us: float) -> int:
+    def reps(self, estimate_us: float) -> int:
+        """How many runs a candidate gets after its estimate run."""
         m = self.method
         wanted = round(m.budget_us / max(estimate_us, 1e-3))
         return max(m.min_reps, min(m.max_reps, wanted))
@@ -179,3 +204,82 @@ class Timer:
             start, end = self._events[j]
             samples[i].append(start.elapsed_time(end) * 1000.0)
         return samples
+
+
+class GraphTimer:
+    """Times launches from CUDA graph replays (see the module docstring); same interface as
+    :class:`Timer`. Launches must run on the current stream, which must not be the default
+    stream (graphs are captured on it): the sweep's GPU worker sets one for its whole run."""
+
+    def __init__(self, method: TimingMethod = TimingMethod()) -> None:
+        self.method = method
+        self.fallback = Timer(method)
+        self._flush = self.fallback._flush
+        self.host_us: list[float] = []  # each candidate's host time to be captured, of the last problem
+        self.fallbacks = 0  # problems timed by the fallback: every one after a failed capture
+
+    def time(self, launches: Sequence[Callable[[], Any]]) -> list[list[float]]:
+        """The timed runs of each launch, in microseconds (estimate run first)."""
+        if not launches:
+            return []
+        if torch.cuda.current_stream() == torch.cuda.default_stream():
+            raise RuntimeError("GraphTimer needs a current stream other than the default stream")
+        was_enabled = gc.isenabled()
+        gc.disable()  # a collection during capture would be captured as host time only, but is slow
+        try:
+            everyone = list(range(len(launches)))
+            first = None
+            if not self.fallbacks:
+                try:
+                    first = self._capture(launches, everyone, record_host=True)
+                except Exception:  # a launch that cannot be captured (a synchronizing call, say)
+                    torch.cuda.synchronize()
+            if first is None:
+                # after a failed capture torch's default generator may be left in capture mode:
+                # no further capture in this process
+                self.fallbacks += 1
+                samples = self.fallback.time(launches)
+                self.host_us = self.fallback.host_us
+                return samples
+            samples: list[list[float]] = [[] for _ in launches]
+            self._replay(first, samples)
+            reps = [self.fallback.reps(s[0]) for s in samples]
+            graphs = {tuple(everyone): first}
+            for r in range(max(reps)):
+                members = tuple(i for i in everyone if reps[i] > r)
+                if members not in graphs:
+                    graphs[members] = self._capture(launches, members)
+                self._replay(graphs[members], samples)
+            return samples
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _capture(self, launches, members: Sequence[int], record_host: bool = False):
+        """One round: a flush and a run of each member between two external events."""
+        events = [(i, torch.cuda.Event(enable_timing=True, external=True), torch.cuda.Event(enable_timing=True, external=True)) for i in members]
+        host = []
+        graph = torch.cuda.CUDAGraph()
+        graph.capture_begin()
+        try:
+            for i, start, end in events:
+                if self.method.flush_l2:
+                    self._flush.zero_()
+                start.record()
+                issued = time.perf_counter()
+                launches[i]()
+                host.append((time.perf_counter() - issued) * 1e6)
+                end.record()
+        finally:
+            graph.capture_end()
+        if record_host:
+            self.host_us = host
+        return graph, events
+
+    @staticmethod
+    def _replay(captured, samples: list[list[float]]) -> None:
+        graph, events = captured
+        graph.replay()
+        events[-1][2].synchronize()
+        for i, start, end in events:
+            samples[i].append(start.elapsed_time(end) * 1000.0)
