@@ -9,6 +9,7 @@ import runpy
 import sys
 from pathlib import Path
 
+from ..collect.plan import SPACES
 from . import CommandError
 
 GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
@@ -50,17 +51,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "--space",
         default="sample/4",
-        choices=["exhaustive", "sample/4"],
-        help="for PROBLEMS: Inductor's whole EXHAUSTIVE space per shape, or its stratified "
-        "quarter (ATen always)",
+        choices=SPACES,
+        help="for PROBLEMS: Inductor's whole EXHAUSTIVE space per shape, its stratified "
+        "quarter, or that quarter plus Inductor's DEFAULT configs (ATen always)",
     )
     sweep.add_argument(
         "--validation",
         nargs="+",
         default=[],
         metavar="FILE",
-        help="problem lists timed first, as validation problems on the exhaustive space",
+        help="problem lists timed first, as validation problems (on --validation-space)",
     )
+    sweep.add_argument("--validation-space", default="exhaustive", choices=SPACES, help="space of the --validation lists")
     sweep.add_argument("--devices", help="GPU indices, e.g. 0,1 (default: all visible GPUs)")
     sweep.add_argument("--max-seconds", type=float, help="stop taking problems after this long")
     sweep.add_argument("--retime-every", type=int, default=20, help="re-time every n-th problem (noise floor)")
@@ -136,7 +138,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     hardware = hardware_of(f"cuda:{devices[0]}")
     validation = [item for path in args.validation for item in shapes.from_json(path)]
     named = [item for path in args.problems for item in shapes.from_json(path)]
-    planned = plan.plan(validation, hardware, split="validation", space="exhaustive")
+    planned = plan.plan(validation, hardware, split="validation", space=args.validation_space)
     held = {p.problem for p in planned}  # a problem is never in both splits
     planned += plan.plan([(g, p) for g, p in named if p not in held], hardware, split=args.split, space=args.space)
     pairs = sum(len(p.configs) for p in planned)

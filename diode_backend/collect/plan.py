@@ -2,8 +2,9 @@
 
 The candidate space of a problem comes from the ``diode_candidate_configs`` hook (DIODE's own
 answer: Inductor's EXHAUSTIVE space for the shape plus ATen). A problem is timed on the
-``exhaustive`` space or on ``sample/4``: ATen plus the stratified quarter of the Triton configs
-chosen by :func:`stratified_quarter`.
+``exhaustive`` space, on ``sample/4``: ATen plus the stratified quarter of the Triton configs
+chosen by :func:`stratified_quarter`, or on ``sample/4+default``: that quarter plus Inductor's
+max-autotune DEFAULT configs for the shape, so that what DEFAULT would pick is measured too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .. import plugins
 from ..problem import KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
 from .shapes import Named
 
-SPACES = ("exhaustive", "sample/4")
+SPACES = ("exhaustive", "sample/4", "sample/4+default")
 # Index of each value in Inductor's exhaustive lists (warps 1 appears after Inductor clamps
 # warps to the tile): the sample is balanced over each parameter and each pair of parameters.
 _BLOCKS = {16: 0, 32: 1, 64: 2, 128: 3, 256: 4}
@@ -55,6 +56,14 @@ def stratified_quarter(configs: Sequence[KernelConfig]) -> list[KernelConfig]:
     return [c for c in configs if c.kind != KIND_TRITON or c in keep]
 
 
+def with_default(problem: GemmProblem, hardware: HardwareInfo, configs: Sequence[KernelConfig]) -> list[KernelConfig]:
+    """``configs`` plus Inductor's DEFAULT Triton configs for ``problem`` that they lack."""
+    from ..inductor.configs import triton_candidates
+
+    have = set(configs)
+    return [*configs, *(c for c in triton_candidates(problem, hardware, "DEFAULT") if c not in have)]
+
+
 def _index_sum(c: KernelConfig) -> int:
     return _BLOCKS[c.block_m] + _BLOCKS[c.block_n] + _BLOCKS[c.block_k] + (c.num_stages - 1) + _WARPS[c.num_warps]
 
@@ -79,6 +88,8 @@ def plan(named: Iterable[Named], hardware: HardwareInfo, *, split: str, space: s
         configs = candidate_configs(problem, hardware)
         if space == "sample/4":
             configs = stratified_quarter(configs)
+        elif space == "sample/4+default":
+            configs = with_default(problem, hardware, stratified_quarter(configs))
         planned.append(PlannedProblem(problem, tuple(configs), split, generator, space))
     return planned
 
