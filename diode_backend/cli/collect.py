@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE.py:FUNCTION",
         help="trace the GEMMs of FUNCTION() in FILE.py (it runs the model; meta tensors work)",
     )
+    source.add_argument("--zoo", metavar="DIR", help="the real-model shape zoo in DIR (e.g. trained_models/data/zoo)")
+    shapes.add_argument("--family", metavar="A,B", help="with --zoo: only these families")
+    shapes.add_argument("--exclude-family", metavar="C,D", help="with --zoo: all families but these")
     shapes.add_argument("--op", default="mm", choices=["mm", "addmm", "bmm", "baddbmm"])
     shapes.add_argument("--dtype", default="bfloat16", choices=["float16", "bfloat16", "float32"])
     shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only)")
@@ -43,6 +46,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     shapes.add_argument("--seed", type=int, default=0)
     shapes.add_argument("-o", "--output", required=True, help="JSON file to write")
     shapes.set_defaults(run=run_shapes)
+
+    zoo = sub.add_parser(
+        "zoo",
+        help="trace the real-model shape zoo (needs the zoo extra)",
+        description="Build each zoo architecture from its configuration with no weights, record the "
+        "GEMMs it runs, and write one shape set per family plus index.json (docs/collect.md).",
+    )
+    zoo.add_argument("-o", "--output", required=True, help="directory for <family>.json and index.json")
+    zoo.add_argument("--family", action="append", default=[], metavar="NAME", help="trace only this family (repeatable)")
+    zoo.set_defaults(run=run_zoo)
 
     sweep = sub.add_parser("sweep", help="time problem lists on the GPU into a dataset directory")
     sweep.add_argument("problems", nargs="*", help="JSON problem lists (from `diode collect shapes`)")
@@ -95,7 +108,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_shapes(args: argparse.Namespace) -> int:
     from ..collect import shapes
 
-    if args.model:
+    if (args.family or args.exclude_family) and not args.zoo:
+        raise CommandError("--family and --exclude-family select zoo families: use them with --zoo")
+    if args.zoo:
+        from ..collect import zoo
+
+        present = zoo.families_in(args.zoo)
+        if not present:
+            raise CommandError(f"--zoo: no zoo in {args.zoo} (no {zoo.INDEX}; `diode collect zoo` writes one)")
+        for option, names in (("--family", _names(args.family)), ("--exclude-family", _names(args.exclude_family))):
+            unknown = [name for name in names if name not in present]
+            if unknown:
+                raise CommandError(f"{option}: no zoo family {', '.join(unknown)} in {args.zoo}; it has {', '.join(present)}")
+        named = zoo.load(args.zoo, _names(args.family), _names(args.exclude_family))
+    elif args.model:
         file, _, function = args.model.rpartition(":")
         if not file or not function:
             raise CommandError("--model takes FILE.py:FUNCTION")
@@ -117,6 +143,33 @@ def run_shapes(args: argparse.Namespace) -> int:
         )  # fmt: skip
     shapes.to_json(named, args.output, Path(args.output).stem)
     print(f"{len(named)} problems -> {args.output}")
+    return 0
+
+
+def _names(text: str | None) -> list[str]:
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def run_zoo(args: argparse.Namespace) -> int:
+    from ..collect import zoo
+
+    known = zoo.family_names()
+    families = [name for item in args.family for name in _names(item)] or known
+    unknown = [name for name in families if name not in known]
+    if unknown:
+        raise CommandError(f"--family: no zoo family {', '.join(unknown)}; choose from {', '.join(known)}")
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        for family in families:
+            entries = zoo.trace_family(family)
+            zoo.write_family(entries, out, family)
+            models = ", ".join(dict.fromkeys(e["model"] for e in entries))
+            print(f"{family}: {len(entries)} problems ({models})", file=sys.stderr)
+    except zoo.ZooUnavailable as err:
+        raise CommandError(str(err)) from err
+    index = zoo.write_index(out)
+    print(f"{sum(f['problems'] for f in index.values())} problems in {len(index)} families -> {out}")
     return 0
 
 
