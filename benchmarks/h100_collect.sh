@@ -1,15 +1,23 @@
 #!/bin/bash
 # One GPU call of the H100 collection (docs/collect.md; runs are recorded in benchmarks/results/).
-#   benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
-# The sweep times trained_models/data/h100/problems/{bf16,other}-{validation,train}.json into
+#   [SET=zoo] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
+# The sweep times the problem lists of trained_models/data/h100/problems/ into
 # trained_models/data/h100/raw/, resuming from the shards already there, and stops in time for
-# the steps after it (fidelity: 300 s). What comes back is under $OUT: logs, JSON reports and
-# the dataset directory (raw.tgz).
+# the steps after it (fidelity: 300 s). SET=base (default): {bf16,other}-{validation,train}.json,
+# validation on the exhaustive space (benchmarks/h100_plan.py); SET=zoo: zoo-{validation,train}.json,
+# validation on sample/4+default (benchmarks/h100_zoo_plan.py). What comes back is under $OUT:
+# logs, JSON reports and the dataset directory (raw.tgz).
 set -u
 budget=$1; shift
 export PYTHONUNBUFFERED=1
 problems=trained_models/data/h100/problems
 data=trained_models/data/h100/raw
+case ${SET:-base} in
+  base) train="$problems/bf16-train.json $problems/other-train.json"
+        validation="$problems/bf16-validation.json $problems/other-validation.json"; vspace=exhaustive ;;
+  zoo) train=$problems/zoo-train.json; validation=$problems/zoo-validation.json; vspace=sample/4+default ;;
+  *) echo "SET must be base or zoo"; exit 2 ;;
+esac
 mkdir -p "$data"
 { nvidia-smi; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"; nproc; } > "$OUT/machine.txt" 2>&1
 step() { echo "$1 rc=$2 at ${SECONDS}s" | tee -a "$OUT/steps.log"; }
@@ -23,8 +31,8 @@ for name in "$@"; do
       reserve=45; case " $* " in *" sweep fidelity "*) reserve=345 ;; esac
       left=$((budget - SECONDS - reserve))
       [ $left -gt 60 ] || continue
-      timeout $((left + 60)) python3 -m diode_backend collect sweep $problems/bf16-train.json $problems/other-train.json \
-        --validation $problems/bf16-validation.json $problems/other-validation.json --split train --space sample/4 \
+      timeout $((left + 60)) python3 -m diode_backend collect sweep $train \
+        --validation $validation --validation-space $vspace --split train --space sample/4 \
         -o "$data" --max-seconds $((left - 30)) --retime-every 20 --report "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
       step sweep $? ;;
     fidelity)
