@@ -81,6 +81,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--retime-every", type=int, default=20, help="re-time every n-th problem (noise floor)")
     sweep.add_argument("--report", help="write the run's figures as JSON here")
     sweep.add_argument(
+        "--budget-us",
+        type=float,
+        default=1500.0,
+        help="GPU microseconds a candidate's timed runs aim for (3 to 10 runs; default 1500)",
+    )
+    sweep.add_argument(
         "--timer",
         default="graph",
         choices=["graph", "stream"],
@@ -198,7 +204,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name} x{len(devices)}", file=sys.stderr)
     if args.dry_run:
         return 0
-    method = TimingMethod(replay=args.timer)
+    method = TimingMethod(replay=args.timer, budget_us=args.budget_us)
     meta = DatasetMeta(hardware, environment(devices[0], timing=method.describe(), devices=devices))
     report = sweep(planned, args.output, meta, devices=devices, method=method, max_seconds=args.max_seconds, retime_every=args.retime_every)
     summary = {"environment": meta.environment, "hardware": hardware.to_dict(), **report.summary()}
