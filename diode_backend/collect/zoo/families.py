@@ -254,11 +254,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     # ---- diffusion: (batch, latent size, text tokens); one or two blocks where blocks repeat
     A("SD-1.5-UNet", "sd-unet", "diffusion", "unet",
       {"class": "UNet2DConditionModel", "sample_size": 64, "cross_attention_dim": 768, "attention_head_dim": 8,
-       "block_out_channels": (320, 640, 1280, 1280), "layers_per_block": 1},
+       "block_out_channels": (320, 640, 1280, 1280), "layers_per_block": 2},
       inputs=((2, 64, 77), (1, 96, 77)), attention="eager", dtypes=("float16",)),
     A("SDXL-UNet", "sd-unet", "diffusion", "unet",
       {"class": "UNet2DConditionModel", "sample_size": 128, "cross_attention_dim": 2048, "attention_head_dim": (5, 10, 20),
-       "block_out_channels": (320, 640, 1280), "layers_per_block": 1, "transformer_layers_per_block": (1, 1, 1),
+       "block_out_channels": (320, 640, 1280), "layers_per_block": 2, "transformer_layers_per_block": (1, 1, 1),
        "down_block_types": ("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
        "up_block_types": ("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"), "use_linear_projection": True,
        "addition_embed_type": "text_time", "addition_time_embed_dim": 256, "projection_class_embeddings_input_dim": 2816},

@@ -2,10 +2,10 @@
 inputs its users run: one function per kind of model (``BUILDERS``), each returning the GEMMs
 traced at every input of the architecture, in one dtype.
 
-transformers models are built and run under ``FakeTensorMode`` (meta-like tensors that pass the
-data-dependent checks transformers skips while tracing); timm and diffusers models on the meta
-device. Nothing is allocated or computed.
-transformers, timm and diffusers are imported here, inside functions, and only here.
+transformers models are built and run under ``FakeTensorMode`` (meta-like tensors, on which
+transformers skips its data-dependent checks as it does while compiling); timm and diffusers
+models on the meta device. Nothing is allocated or computed. transformers, timm and diffusers
+are imported here, inside functions, and only here.
 """
 
 from __future__ import annotations
