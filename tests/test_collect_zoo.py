@@ -71,7 +71,7 @@ def test_tf32_is_recorded_as_traced_and_the_precision_restored():
         assert torch.backends.cuda.matmul.fp32_precision == saved
 
 
-def test_tensor_parallel_splits_columns_n_and_rows_k_by_module_name():
+def test_tensor_parallel_splits_columns_n_rows_k_by_module_name_and_attention_heads():
     def linear(n, k, module):
         return TracedGemm(GemmProblem("mm", 100, n, k, b_layout="col"), module)
 
@@ -84,7 +84,10 @@ def test_tensor_parallel_splits_columns_n_and_rows_k_by_module_name():
         linear(4544, 4100, "model.layers.0.self_attn.o_proj"),  # K = 4100 does not split in 8
         TracedGemm(GemmProblem("bmm", 100, 100, 128, batch=32), "model.layers.0.self_attn"),
     ]
-    assert [(p.n, p.k) for p in tensor_parallel(traced, 8)] == [(512, 4096), (4096, 512), (1792, 4096), (4096, 1792)]
+    assert [(p.n, p.k, p.batch) for p in tensor_parallel(traced, 8, heads=32)] == [
+        (512, 4096, 1), (4096, 512, 1), (1792, 4096, 1), (4096, 1792, 1), (100, 128, 4),
+    ]  # fmt: skip
+    assert tensor_parallel(traced, 8, heads=12)[-1].op == "mm"  # 12 heads do not split in 8
 
 
 def test_routed_experts_get_the_mean_token_count_with_imbalance_and_at_least_one_row():

@@ -69,7 +69,8 @@ def trace_family(family: str) -> list[dict]:
             with fp32_precision(dtype == "tf32"):
                 traced, computed = BUILDERS[arch.builder](arch, "float32" if dtype == "tf32" else dtype)
                 problems = [g.problem for g in traced] + computed
-                problems += [p for degree in arch.tp for p in tensor_parallel(traced, degree)]
+                heads = arch.config.get("num_attention_heads")
+                problems += [p for degree in arch.tp for p in tensor_parallel(traced, degree, heads)]
             for problem in problems:
                 if flops(problem) <= MAX_FLOPS and problem not in entries:
                     entries[problem] = {
@@ -89,7 +90,9 @@ def write_family(entries: list[dict], directory: Path, family: str) -> Path:
 
 def write_index(directory: Path) -> dict:
     """Rewrite ``index.json`` from the zoo family files in ``directory`` (other files are not
-    the zoo's): family -> group, models, problem count per workload class."""
+    the zoo's): family -> group, models, the attention each model was traced with (``eager``:
+    its products are recorded; ``sdpa``: fused, no GEMM; ``none``), problem count per workload
+    class."""
     index = {}
     for family in sorted(family_names()):
         path = directory / f"{family}.json"
@@ -97,9 +100,10 @@ def write_index(directory: Path) -> dict:
             continue
         entries = json.loads(path.read_text())["problems"]
         counts = {c: sum(e["workload_class"] == c for e in entries) for c in WORKLOAD_CLASSES}
-        index[path.stem] = {
+        index[family] = {
             "group": entries[0]["group"] if entries else None,
             "models": list(dict.fromkeys(e["model"] for e in entries)),
+            "attention": {a.model: a.attention for a in ARCHITECTURES if a.family == family},
             "problems": len(entries),
             "workload_classes": {c: n for c, n in counts.items() if n},
         }

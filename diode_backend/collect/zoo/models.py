@@ -52,7 +52,9 @@ def _hf_model(arch: Architecture, auto: str, dtype: str):
 
     cls = getattr(transformers, auto)
     with no_init_weights():  # random initialisation has no meaning on fake tensors, and some of it reads data
-        return cls.from_config(_hf_config(arch), attn_implementation=arch.attention, dtype=_torch_dtype(dtype)).eval()
+        # a model without attention still takes an implementation, and only "eager" is accepted
+        attention = "eager" if arch.attention == "none" else arch.attention
+        return cls.from_config(_hf_config(arch), attn_implementation=attention, dtype=_torch_dtype(dtype)).eval()
 
 
 def _without_routed_experts(model) -> None:

@@ -139,18 +139,21 @@ def parallel_kind(module: str) -> str | None:
     return None
 
 
-def tensor_parallel(traced: Iterable[TracedGemm], degree: int) -> list[GemmProblem]:
-    """The projections one of ``degree`` tensor-parallel ranks runs (Megatron-style sharding):
-    a column-parallel layer keeps 1/degree of its output features (N), a row-parallel one
-    1/degree of its input features (K). Attention products, replicated layers and layers whose
-    size does not divide are left out: they are the unsharded model's problems."""
+def tensor_parallel(traced: Iterable[TracedGemm], degree: int, heads: int | None = None) -> list[GemmProblem]:
+    """What one of ``degree`` tensor-parallel ranks runs (Megatron-style sharding): a
+    column-parallel layer keeps 1/degree of its output features (N), a row-parallel one 1/degree
+    of its input features (K), and attention products 1/degree of their batch x heads when
+    ``heads`` (the attention heads) divides by ``degree``. Replicated layers and sizes that do
+    not divide are left out: they are the unsharded model's problems."""
     out = []
     for gemm in traced:
-        p, kind = gemm.problem, parallel_kind(gemm.module)
-        if p.op not in ("mm", "addmm") or kind is None:
+        p = gemm.problem
+        if p.op in ("bmm", "baddbmm"):
+            if heads and heads % degree == 0:
+                out.append(replace(p, batch=p.batch // degree))
             continue
-        size = p.n if kind == "column" else p.k
-        if size % degree:
+        kind = parallel_kind(gemm.module)
+        if kind is None or (p.n if kind == "column" else p.k) % degree:
             continue
         out.append(replace(p, n=p.n // degree) if kind == "column" else replace(p, k=p.k // degree))
     return out
