@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -80,3 +81,56 @@ def test_dataset_info_and_merge(capsys, tmp_path):
     (tmp_path / "bad.msgpack").write_bytes(b"\x93\x01\x02\x03")
     code, _, err = run(capsys, "dataset", "info", str(tmp_path / "bad.msgpack"))
     assert code == 2 and "bad.msgpack: format" in err
+
+
+ZOO = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "zoo"
+
+
+def test_shapes_reads_the_committed_zoo_with_family_filters(capsys, tmp_path):
+    out = tmp_path / "zoo.json"
+    assert run(capsys, "collect", "shapes", "--zoo", str(ZOO), "--family", "llama,bloom", "-o", str(out))[0] == 0
+    assert {generator for generator, _ in shapes.from_json(out)} == {"zoo:llama", "zoo:bloom"}
+    assert run(capsys, "collect", "shapes", "--zoo", str(ZOO), "--exclude-family", "llama", "-o", str(out))[0] == 0
+    generators = {generator for generator, _ in shapes.from_json(out)}
+    assert "zoo:llama" not in generators and "zoo:bloom" in generators and len(generators) >= 24
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--zoo", "ZOO", "--family", "lama"], "--family: no zoo family lama in"),
+        (["--zoo", "ZOO", "--exclude-family", "bert,nope"], "--exclude-family: no zoo family nope in"),
+        (["--zoo", "HERE"], "--zoo: no zoo in"),
+        (["--generator", "odd:3", "--family", "llama"], "use them with --zoo"),
+    ],
+)
+def test_shapes_names_the_option_a_bad_zoo_request_came_from(capsys, tmp_path, argv, message):
+    argv = [{"ZOO": str(ZOO), "HERE": str(tmp_path)}.get(a, a) for a in argv]
+    code, _, err = run(capsys, "collect", "shapes", *argv, "-o", str(tmp_path / "x.json"))
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_zoo_refuses_an_unknown_family_before_tracing(capsys, tmp_path):
+    code, _, err = run(capsys, "collect", "zoo", "--family", "bret", "-o", str(tmp_path))
+    assert code == 2 and "--family: no zoo family bret; choose from llama" in err
+
+
+def _tracing_libraries_import() -> bool:
+    try:
+        import diffusers  # noqa: F401
+        import timm  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def test_zoo_traces_a_family_or_says_what_it_needs(capsys, tmp_path):
+    code, out, err = run(capsys, "collect", "zoo", "--family", "distilbert", "-o", str(tmp_path))
+    if not _tracing_libraries_import():  # CI installs no zoo extra
+        assert code == 2 and "tracing the zoo needs transformers, timm and diffusers" in err
+        assert len(err.strip().splitlines()) == 1
+        return
+    assert code == 0 and "problems, 1 families" in out
+    committed = {p for _, p in shapes.from_json(ZOO / "distilbert.json")}
+    assert {p for _, p in shapes.from_json(tmp_path / "distilbert.json")} == committed

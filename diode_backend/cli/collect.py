@@ -175,7 +175,7 @@ def run_zoo(args: argparse.Namespace) -> int:
     except zoo.ZooUnavailable as err:
         raise CommandError(str(err)) from err
     index = zoo.write_index(out)
-    print(f"{sum(f['problems'] for f in index.values())} problems in {len(index)} families -> {out}")
+    print(f"{sum(f['problems'] for f in index.values())} problems, {len(index)} families in {out / zoo.INDEX}")
     return 0
 
 

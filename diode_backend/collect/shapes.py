@@ -14,7 +14,6 @@ import json
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -148,50 +147,10 @@ def to_json(problems: Iterable[Named], path: str | Path, name: str) -> None:
 def from_model(name: str, run: Callable[[], Any]) -> list[Named]:
     """The GEMMs a model executes: ``run()`` is called (eagerly; meta tensors work, nothing is
     computed) while every ``aten.mm/addmm/bmm/baddbmm`` call is recorded with its sizes,
-    strides, dtype and bias. Repeated problems are listed once, in first-call order."""
-    seen: dict[GemmProblem, None] = {}
-    with _record_gemms(seen):
-        run()
-    return [(f"model:{name}", problem) for problem in seen]
+    strides, dtype and bias, except those inside ``F.scaled_dot_product_attention``, which
+    Inductor runs fused on a GPU (:func:`zoo.trace.trace_gemms`). Repeated problems are listed
+    once, in first-call order."""
+    from .zoo.trace import trace_gemms
 
-
-@contextmanager
-def _record_gemms(seen: dict[GemmProblem, None]):
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    aten = torch.ops.aten
-    ops = {aten.mm.default: "mm", aten.addmm.default: "addmm", aten.bmm.default: "bmm", aten.baddbmm.default: "baddbmm"}
-
-    class Recorder(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            op = ops.get(func)
-            if op is not None:
-                seen.setdefault(_problem_of(op, args), None)
-            return func(*args, **(kwargs or {}))
-
-    with Recorder():
-        yield
-
-
-def _problem_of(op: str, args: Sequence[Any]) -> GemmProblem:
-    import torch
-
-    bias, (a, b) = (args[0], args[1:3]) if op in ("addmm", "baddbmm") else (None, args[:2])
-    bias_kind = "none"
-    if bias is not None:
-        bias_kind = "row" if bias.dim() == 1 or bias.stride(-2) == 0 else "full"
-    dtype = str(a.dtype).removeprefix("torch.")
-    return GemmProblem(
-        op=op, m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=a.shape[0] if a.dim() == 3 else 1,
-        dtype=dtype, a_layout=_layout(a), b_layout=_layout(b), bias=bias_kind,
-        allow_tf32=dtype == "float32" and torch.backends.cuda.matmul.fp32_precision == "tf32",
-    )  # fmt: skip
-
-
-def _layout(t) -> str:
-    if t.stride(-1) == 1:
-        return "row"
-    if t.stride(-2) == 1:
-        return "col"
-    return "strided"
+    problems = dict.fromkeys(gemm.problem for gemm in trace_gemms(None, run))
+    return [(f"model:{name}", problem) for problem in problems]

@@ -1,8 +1,8 @@
 """The shape zoo: GEMMs of real models, traced from their code with no weights.
 
 Each architecture of :data:`families.ARCHITECTURES` is built from its published configuration
-by transformers, timm or diffusers (the ``zoo`` extra) under ``FakeTensorMode`` in the dtype
-it is traced in, and run on the inputs its users run. Faithfulness rules:
+by transformers, timm or diffusers (the ``zoo`` extra) on fake tensors or the meta device, in
+the dtype it is traced in, and run on the inputs its users run. Faithfulness rules:
 
 - ``aten.mm/addmm/bmm/baddbmm`` are recorded at dispatch level, as Inductor receives them:
   ``nn.Linear`` is addmm with a row bias or mm, its weight a column-major operand; GPT-2's
@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ...problem import GemmProblem
 from ...workload import WORKLOAD_CLASSES, workload_class
+from .families import ARCHITECTURES
 
 #: The most floating-point operations (2 x batch x M x N x K) a zoo problem may take.
 MAX_FLOPS = 2**37
@@ -50,17 +51,14 @@ def flops(problem: GemmProblem) -> int:
 
 def family_names() -> list[str]:
     """Every family of the zoo, in table order."""
-    from .families import ARCHITECTURES
-
     return list(dict.fromkeys(arch.family for arch in ARCHITECTURES))
 
 
 def trace_family(family: str) -> list[dict]:
     """The problems of one family, as shape-set entries (GemmProblem fields plus ``generator``,
     ``family``, ``model``, ``group`` and ``workload_class``): each problem once, at its first
-    model, at most :data:`MAX_FLOPS`."""
-    from .families import ARCHITECTURES
-
+    model, at most :data:`MAX_FLOPS`. Raises :class:`ZooUnavailable` when the tracing
+    libraries cannot be imported."""
     _require_tracing_libraries()
     from .models import BUILDERS
     from .trace import fp32_precision, tensor_parallel
@@ -71,7 +69,8 @@ def trace_family(family: str) -> list[dict]:
             with fp32_precision(dtype == "tf32"):
                 traced, computed = BUILDERS[arch.builder](arch, "float32" if dtype == "tf32" else dtype)
                 problems = [g.problem for g in traced] + computed
-                problems += [p for degree in arch.tp for p in tensor_parallel(traced, degree)]
+                heads = arch.config.get("num_attention_heads")
+                problems += [p for degree in arch.tp for p in tensor_parallel(traced, degree, heads)]
             for problem in problems:
                 if flops(problem) <= MAX_FLOPS and problem not in entries:
                     entries[problem] = {
@@ -90,17 +89,21 @@ def write_family(entries: list[dict], directory: Path, family: str) -> Path:
 
 
 def write_index(directory: Path) -> dict:
-    """Rewrite ``index.json`` from the family files in ``directory``: family -> group, models,
-    problem count per workload class."""
+    """Rewrite ``index.json`` from the zoo family files in ``directory`` (other files are not
+    the zoo's): family -> group, models, the attention each model was traced with (``eager``:
+    its products are recorded; ``sdpa``: fused, no GEMM; ``none``), problem count per workload
+    class."""
     index = {}
-    for path in sorted(directory.glob("*.json")):
-        if path.name == INDEX:
+    for family in sorted(family_names()):
+        path = directory / f"{family}.json"
+        if not path.is_file():
             continue
         entries = json.loads(path.read_text())["problems"]
         counts = {c: sum(e["workload_class"] == c for e in entries) for c in WORKLOAD_CLASSES}
-        index[path.stem] = {
+        index[family] = {
             "group": entries[0]["group"] if entries else None,
             "models": list(dict.fromkeys(e["model"] for e in entries)),
+            "attention": {a.model: a.attention for a in ARCHITECTURES if a.family == family},
             "problems": len(entries),
             "workload_classes": {c: n for c, n in counts.items() if n},
         }

@@ -23,8 +23,8 @@ GROUPS = ("decoder_llm", "moe", "encoder_text", "encoder_vision", "speech", "enc
 class Architecture:
     """One model configuration of the zoo.
 
-    ``attention`` is ``"eager"`` (attention products traced as bmm/baddbmm) or ``"sdpa"``
-    (fused attention: no GEMM recorded). ``experts`` is ``(routed experts, experts per token,
+    ``attention`` is ``"eager"`` (attention products traced as bmm/baddbmm), ``"sdpa"``
+    (fused attention: no GEMM recorded) or ``"none"`` (state-space models). ``experts`` is ``(routed experts, experts per token,
     expert intermediate size)`` for MoE decoders, whose expert GEMMs are computed, not traced.
     """
 
@@ -254,11 +254,11 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     # ---- diffusion: (batch, latent size, text tokens); one or two blocks where blocks repeat
     A("SD-1.5-UNet", "sd-unet", "diffusion", "unet",
       {"class": "UNet2DConditionModel", "sample_size": 64, "cross_attention_dim": 768, "attention_head_dim": 8,
-       "block_out_channels": (320, 640, 1280, 1280), "layers_per_block": 1},
+       "block_out_channels": (320, 640, 1280, 1280), "layers_per_block": 2},
       inputs=((2, 64, 77), (1, 96, 77)), attention="eager", dtypes=("float16",)),
     A("SDXL-UNet", "sd-unet", "diffusion", "unet",
       {"class": "UNet2DConditionModel", "sample_size": 128, "cross_attention_dim": 2048, "attention_head_dim": (5, 10, 20),
-       "block_out_channels": (320, 640, 1280), "layers_per_block": 1, "transformer_layers_per_block": (1, 1, 1),
+       "block_out_channels": (320, 640, 1280), "layers_per_block": 2, "transformer_layers_per_block": (1, 1, 1),
        "down_block_types": ("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
        "up_block_types": ("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"), "use_linear_projection": True,
        "addition_embed_type": "text_time", "addition_time_embed_dim": 256, "projection_class_embeddings_input_dim": 2816},
@@ -285,12 +285,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     # ---- state-space models: the reference (no custom kernel) path of transformers
     A("Mamba-130m", "mamba", "ssm", "causal-lm",
       {"model_type": "mamba", "hidden_size": 768, "state_size": 16, "expand": 2, "vocab_size": 50280, "num_hidden_layers": 1},
-      inputs=((1, 77), (4, 500)), decode=((32, 100),), attention="eager", dtypes=("float32", "bfloat16")),
+      inputs=((1, 77), (4, 500)), decode=((32, 100),), attention="none", dtypes=("float32", "bfloat16")),
     A("Mamba-1.4b", "mamba", "ssm", "causal-lm",
       {"model_type": "mamba", "hidden_size": 2048, "state_size": 16, "expand": 2, "vocab_size": 50280, "num_hidden_layers": 1},
-      inputs=((1, 1000),), decode=((8, 1000),), attention="eager"),
+      inputs=((1, 1000),), decode=((8, 1000),), attention="none"),
     A("Mamba2-1.3b", "mamba2", "ssm", "causal-lm",
       {"model_type": "mamba2", "hidden_size": 2048, "state_size": 128, "num_heads": 64, "head_dim": 64, "n_groups": 1,
        "expand": 2, "vocab_size": 50288, "num_hidden_layers": 1, "chunk_size": 256},
-      inputs=((1, 100), (2, 1024)), decode=((16, 500),), attention="eager"),
+      inputs=((1, 100), (2, 1024)), decode=((16, 500),), attention="none"),
 )

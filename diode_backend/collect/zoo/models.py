@@ -2,10 +2,10 @@
 inputs its users run: one function per kind of model (``BUILDERS``), each returning the GEMMs
 traced at every input of the architecture, in one dtype.
 
-transformers models are built and run under ``FakeTensorMode`` (meta-like tensors that pass the
-data-dependent checks transformers skips while tracing); timm and diffusers models on the meta
-device. Nothing is allocated or computed.
-transformers, timm and diffusers are imported here, inside functions, and only here.
+transformers models are built and run under ``FakeTensorMode`` (meta-like tensors, on which
+transformers skips its data-dependent checks as it does while compiling); timm and diffusers
+models on the meta device. Nothing is allocated or computed. transformers, timm and diffusers
+are imported here, inside functions, and only here.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ def _hf_model(arch: Architecture, auto: str, dtype: str):
 
     cls = getattr(transformers, auto)
     with no_init_weights():  # random initialisation has no meaning on fake tensors, and some of it reads data
-        return cls.from_config(_hf_config(arch), attn_implementation=arch.attention, dtype=_torch_dtype(dtype)).eval()
+        # a model without attention still takes an implementation, and only "eager" is accepted
+        attention = "eager" if arch.attention == "none" else arch.attention
+        return cls.from_config(_hf_config(arch), attn_implementation=attention, dtype=_torch_dtype(dtype)).eval()
 
 
 def _without_routed_experts(model) -> None:

@@ -7,13 +7,12 @@ Nothing here imports transformers, timm or diffusers: it works on any ``nn.Modul
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ...problem import GemmProblem
-from ..shapes import _problem_of
 
 #: Last components of the module names of column-parallel layers (their output features split).
 COLUMN_PARALLEL = frozenset(
@@ -41,7 +40,8 @@ def trace_gemms(model: Any, run: Callable[[], Any]) -> list[TracedGemm]:
     Inductor sees it: addmm with a row bias, or mm, with the weight a column-major operand).
     GEMMs inside ``F.scaled_dot_product_attention`` are not recorded: on a GPU, Inductor runs
     it as one fused attention kernel, not as matrix products. Module names come from forward
-    hooks on every submodule of ``model``; a GEMM outside any submodule has the name ``""``.
+    hooks on every submodule of ``model`` (None: no names); a GEMM outside any submodule has
+    the name ``""``.
     """
     import torch
     import torch.nn.functional as F
@@ -78,7 +78,7 @@ def trace_gemms(model: Any, run: Callable[[], Any]) -> list[TracedGemm]:
         stack.pop()
 
     handles = []
-    for name, module in model.named_modules():
+    for name, module in model.named_modules() if model is not None else ():
         if name:
             handles.append(module.register_forward_pre_hook(enter(name)))
             handles.append(module.register_forward_hook(leave))
@@ -89,6 +89,29 @@ def trace_gemms(model: Any, run: Callable[[], Any]) -> list[TracedGemm]:
         for handle in handles:
             handle.remove()
     return list(seen)
+
+
+def _problem_of(op: str, args: Sequence[Any]) -> GemmProblem:
+    import torch
+
+    bias, (a, b) = (args[0], args[1:3]) if op in ("addmm", "baddbmm") else (None, args[:2])
+    bias_kind = "none"
+    if bias is not None:
+        bias_kind = "row" if bias.dim() == 1 or bias.stride(-2) == 0 else "full"
+    dtype = str(a.dtype).removeprefix("torch.")
+    return GemmProblem(
+        op=op, m=a.shape[-2], n=b.shape[-1], k=a.shape[-1], batch=a.shape[0] if a.dim() == 3 else 1,
+        dtype=dtype, a_layout=_layout(a), b_layout=_layout(b), bias=bias_kind,
+        allow_tf32=dtype == "float32" and torch.backends.cuda.matmul.fp32_precision == "tf32",
+    )  # fmt: skip
+
+
+def _layout(t) -> str:
+    if t.stride(-1) == 1:
+        return "row"
+    if t.stride(-2) == 1:
+        return "col"
+    return "strided"
 
 
 @contextmanager
@@ -116,18 +139,21 @@ def parallel_kind(module: str) -> str | None:
     return None
 
 
-def tensor_parallel(traced: Iterable[TracedGemm], degree: int) -> list[GemmProblem]:
-    """The projections one of ``degree`` tensor-parallel ranks runs (Megatron-style sharding):
-    a column-parallel layer keeps 1/degree of its output features (N), a row-parallel one
-    1/degree of its input features (K). Attention products, replicated layers and layers whose
-    size does not divide are left out: they are the unsharded model's problems."""
+def tensor_parallel(traced: Iterable[TracedGemm], degree: int, heads: int | None = None) -> list[GemmProblem]:
+    """What one of ``degree`` tensor-parallel ranks runs (Megatron-style sharding): a
+    column-parallel layer keeps 1/degree of its output features (N), a row-parallel one 1/degree
+    of its input features (K), and attention products 1/degree of their batch x heads when
+    ``heads`` (the attention heads) divides by ``degree``. Replicated layers and sizes that do
+    not divide are left out: they are the unsharded model's problems."""
     out = []
     for gemm in traced:
-        p, kind = gemm.problem, parallel_kind(gemm.module)
-        if p.op not in ("mm", "addmm") or kind is None:
+        p = gemm.problem
+        if p.op in ("bmm", "baddbmm"):
+            if heads and heads % degree == 0:
+                out.append(replace(p, batch=p.batch // degree))
             continue
-        size = p.n if kind == "column" else p.k
-        if size % degree:
+        kind = parallel_kind(gemm.module)
+        if kind is None or (p.n if kind == "column" else p.k) % degree:
             continue
         out.append(replace(p, n=p.n // degree) if kind == "column" else replace(p, k=p.k // degree))
     return out

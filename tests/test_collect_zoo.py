@@ -1,0 +1,140 @@
+"""The shape zoo: tracing real model code on the meta device, the GEMMs derived from a config
+(tensor-parallel shards, routed experts), and the committed zoo files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from diode_backend.collect import zoo
+from diode_backend.collect.zoo.families import ARCHITECTURES, GROUPS
+from diode_backend.collect.zoo.trace import (
+    TracedGemm, expert_gemms, expert_token_counts, fp32_precision, tensor_parallel, trace_gemms,
+)  # fmt: skip
+from diode_backend.problem import GemmProblem
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
+
+ZOO = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "zoo"
+
+
+class Attention(torch.nn.Module):
+    """A Llama-style attention layer (one sequence of 10 tokens, 4 heads of 16)."""
+
+    def __init__(self, fused: bool):
+        super().__init__()
+        self.q_proj, self.k_proj, self.v_proj = (torch.nn.Linear(64, 64) for _ in range(3))
+        self.o_proj = torch.nn.Linear(64, 64, bias=False)
+        self.fused = fused
+
+    def forward(self, x):
+        q, k, v = (proj(x).view(1, 10, 4, 16).transpose(1, 2) for proj in (self.q_proj, self.k_proj, self.v_proj))
+        if self.fused:
+            out = F.scaled_dot_product_attention(q, k, v)
+        else:
+            out = (q @ k.transpose(-1, -2)).softmax(-1) @ v
+        return self.o_proj(out.transpose(1, 2).reshape(1, 10, 64))
+
+
+def test_linear_is_addmm_with_a_row_bias_and_eager_attention_a_bmm_with_k_column_major():
+    with torch.device("meta"):
+        model, x = Attention(fused=False), torch.randn(1, 10, 64)
+    traced = trace_gemms(model, lambda: model(x))
+    linear = GemmProblem("addmm", 10, 64, 64, dtype="float32", b_layout="col", bias="row")
+    assert traced == [
+        TracedGemm(linear, "q_proj"),
+        TracedGemm(linear, "k_proj"),
+        TracedGemm(linear, "v_proj"),
+        TracedGemm(GemmProblem("bmm", 10, 10, 16, batch=4, dtype="float32", b_layout="col"), ""),
+        TracedGemm(GemmProblem("bmm", 10, 16, 10, batch=4, dtype="float32"), ""),
+        TracedGemm(GemmProblem("mm", 10, 64, 64, dtype="float32", b_layout="col"), "o_proj"),
+    ]
+
+
+def test_fused_attention_records_no_gemm_though_the_meta_device_computes_it_with_bmm():
+    with torch.device("meta"):
+        model, x = Attention(fused=True), torch.randn(1, 10, 64)
+    assert [gemm.module for gemm in trace_gemms(model, lambda: model(x))] == ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+def test_tf32_is_recorded_as_traced_and_the_precision_restored():
+    saved = torch.backends.cuda.matmul.fp32_precision
+    with torch.device("meta"):
+        layer, x = torch.nn.Linear(32, 16), torch.randn(4, 32)
+    for tf32 in (True, False):
+        with fp32_precision(tf32):
+            (gemm,) = trace_gemms(layer, lambda: layer(x))
+        assert gemm.problem.allow_tf32 is tf32
+        assert torch.backends.cuda.matmul.fp32_precision == saved
+
+
+def test_tensor_parallel_splits_columns_n_rows_k_by_module_name_and_attention_heads():
+    def linear(n, k, module):
+        return TracedGemm(GemmProblem("mm", 100, n, k, b_layout="col"), module)
+
+    traced = [
+        linear(4096, 4096, "model.layers.0.self_attn.q_proj"),
+        linear(4096, 4096, "model.layers.0.self_attn.o_proj"),
+        linear(14336, 4096, "model.layers.0.mlp.up_proj"),
+        linear(4096, 14336, "model.layers.0.mlp.down_proj"),
+        linear(8, 4096, "model.layers.0.mlp.gate"),  # a router: replicated
+        linear(4544, 4100, "model.layers.0.self_attn.o_proj"),  # K = 4100 does not split in 8
+        TracedGemm(GemmProblem("bmm", 100, 100, 128, batch=32), "model.layers.0.self_attn"),
+    ]
+    assert [(p.n, p.k, p.batch) for p in tensor_parallel(traced, 8, heads=32)] == [
+        (512, 4096, 1), (4096, 512, 1), (1792, 4096, 1), (4096, 1792, 1), (100, 128, 4),
+    ]  # fmt: skip
+    assert tensor_parallel(traced, 8, heads=12)[-1].op == "mm"  # 12 heads do not split in 8
+
+
+def test_routed_experts_get_the_mean_token_count_with_imbalance_and_at_least_one_row():
+    assert expert_token_counts(1000, experts=8, top_k=2) == [125, 250, 375, 500]
+    assert expert_token_counts(77, experts=60, top_k=4) == [3, 6, 8, 11]
+    assert expert_token_counts(1, experts=64, top_k=8) == [1]
+    # Mixtral's experts: one fused gate/up projection and the down projection, nn.Linear's layout
+    assert expert_gemms(4096, 14336, 8, 2, tokens=4, dtype="bfloat16") == [
+        GemmProblem("mm", 1, 28672, 4096, dtype="bfloat16", b_layout="col"),
+        GemmProblem("mm", 1, 4096, 14336, dtype="bfloat16", b_layout="col"),
+        GemmProblem("mm", 2, 28672, 4096, dtype="bfloat16", b_layout="col"),
+        GemmProblem("mm", 2, 4096, 14336, dtype="bfloat16", b_layout="col"),
+    ]
+
+
+def _committed() -> dict[str, list[dict]]:
+    return {name: json.loads((ZOO / f"{name}.json").read_text())["problems"] for name in zoo.families_in(ZOO)}
+
+
+def test_the_committed_zoo_covers_every_workload_class_and_group_from_40_architectures():
+    families = _committed()
+    entries = [entry for family in families.values() for entry in family]
+    assert set(families) == set(zoo.family_names()) and len(families) >= 25
+    assert {e["workload_class"] for e in entries} == set(WORKLOAD_CLASSES)
+    assert {e["group"] for e in entries} == set(GROUPS)
+    assert len({e["model"] for e in entries}) >= 40
+    assert any(e["op"] == "addmm" and e["bias"] == "row" and e["m"] % 2 for e in entries)  # bias at odd token counts
+
+
+def test_each_committed_problem_is_listed_once_per_family_with_its_class_and_within_the_flop_bound():
+    tables = {a.model: a for a in ARCHITECTURES}
+    index = json.loads((ZOO / zoo.INDEX).read_text())
+    for name, entries in _committed().items():
+        problems = [GemmProblem.from_dict(e) for e in entries]
+        assert len(set(problems)) == len(problems), name
+        assert index[name]["problems"] == len(problems)
+        for entry, problem in zip(entries, problems):
+            arch = tables[entry["model"]]
+            assert (entry["generator"], entry["family"], entry["group"]) == (f"zoo:{name}", arch.family, arch.group)
+            assert entry["workload_class"] == workload_class(problem)
+            assert zoo.flops(problem) <= zoo.MAX_FLOPS
+
+
+def test_load_filters_families_and_refuses_unknown_ones():
+    bert = zoo.load(ZOO, families=["bert"])
+    assert bert and {generator for generator, _ in bert} == {"zoo:bert"}
+    rest = zoo.load(ZOO, exclude=["bert"])
+    assert len(rest) + len(bert) == len(zoo.load(ZOO)) and "zoo:bert" not in {g for g, _ in rest}
+    with pytest.raises(ValueError, match="no zoo family bret"):
+        zoo.load(ZOO, families=["bret"])
