@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -144,3 +145,20 @@ def test_a_checkpoint_of_another_feature_version_is_refused(problems, tmp_path):
 def test_too_few_problems_is_a_clear_error(problems, tmp_path):
     with pytest.raises(ValueError, match="at least 3 problems"):
         run(problems[:2], tmp_path / "model.pt")
+
+
+def test_held_out_families_are_left_out_and_the_halves_are_whole_families(tmp_path):
+    problems = [
+        replace(p, generator=f"zoo:{family}")
+        for family, seed in zip(("llama", "bert", "gpt", "t5", "vit", "whisper"), range(6))
+        for p in synthetic_problems(8, seed=seed)
+    ]
+    result = run(problems, tmp_path / "model.pt", holdout_families=["whisper"])
+    assert result.train_problems + result.calibration_problems == 40  # whisper's 8 left out
+    training = torch.load(tmp_path / "model.pt", weights_only=True)["training"]
+    assert training["holdout_families"] == ["whisper"]
+    stopping, calibration = set(training["stopping_families"]), set(training["calibration_families"])
+    assert stopping and calibration and not stopping & calibration
+    assert not (stopping | calibration) & {"whisper"}
+    assert result.train_problems == 8 * (5 - len(stopping | calibration))
+    assert LearnedScorer.load(tmp_path / "model.pt").checkpoint.training["holdout_families"] == ["whisper"]

@@ -21,7 +21,7 @@ import hashlib
 import io
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,8 @@ class ModelLoadError(ValueError):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A loaded, validated checkpoint: the model in eval mode on the CPU, and its metadata."""
+    """A loaded, validated checkpoint: the model in eval mode on the CPU, and its metadata.
+    ``training`` is what training recorded (options, held-out families, ...; ``{}`` if none)."""
 
     path: Path
     sha256: str
@@ -48,6 +49,7 @@ class Checkpoint:
     feature_schema: str
     feature_version: int
     calibration: dict[str, list[float]] | None
+    training: dict[str, Any] = field(default_factory=dict)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -168,7 +170,8 @@ def _validate(path: Path, sha256: str, raw: Any) -> Checkpoint:
             "the file was written by an incompatible diode-backend version: retrain it"
         ) from err
     model.eval().requires_grad_(False)
-    return Checkpoint(path, sha256, model, schema, feature_version, calibration)
+    training = raw.get("training")
+    return Checkpoint(path, sha256, model, schema, feature_version, calibration, training if isinstance(training, dict) else {})
 
 
 def _first_line(error: BaseException) -> str:
