@@ -76,6 +76,17 @@ def fit_calibration(raw: Sequence[float], hits: Sequence[bool], bins: int = 8) -
     return {"edges": edges, "values": _pool_adjacent_violators(rates, [len(group) for group in groups])}
 
 
+def auroc(scores: Sequence[float], hits: Sequence[bool]) -> float:
+    """Area under the ROC curve of ``scores`` predicting ``hits``: the probability that a hit
+    scores above a miss (ties count half); ``nan`` unless there are both hits and misses."""
+    hit_scores = [s for s, hit in zip(scores, hits) if hit]
+    miss_scores = [s for s, hit in zip(scores, hits) if not hit]
+    if not hit_scores or not miss_scores:
+        return math.nan
+    wins = sum((h > m) + 0.5 * (h == m) for h in hit_scores for m in miss_scores)
+    return wins / (len(hit_scores) * len(miss_scores))
+
+
 def _pool_adjacent_violators(values: list[float], weights: list[int]) -> list[float]:
     """The non-decreasing sequence closest to ``values`` in weighted least squares."""
     blocks: list[list[float]] = []  # [mean, weight, length]
