@@ -2,7 +2,8 @@
 calibration on held-out problems.
 
 ``raw`` (:func:`confidence_raw`) in [0, 1] is the product of two signals from the ensemble's
-per-member predictions: the fraction of members whose own fastest candidate is, by the
+per-member predictions (a scorer multiplies it by the problem's familiarity,
+:mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest candidate is, by the
 ensemble mean, within 5% of the mean's fastest (agreement), and ``1 - exp(-gap / log 1.05)``
 where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation).
 On H100 data the agreement alone hardly told hits from misses (the members share the model's

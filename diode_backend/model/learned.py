@@ -16,14 +16,15 @@ from ..scorer import Prediction
 from .calibration import calibrate, confidence_raw
 from .checkpoint import Checkpoint, ModelLoadError, load_checkpoint
 from .network import FrozenTimingModel
+from .novelty import familiarity, nearest_distance
 
 
 class LearnedScorer:
     """Ranks all candidates of a problem in one batched forward pass of the ensemble.
 
     ``times_us`` is ``exp(mean over members of the predicted log time)``; ``confidence`` is the
-    checkpoint's calibration applied to the members' agreement (see
-    :mod:`diode_backend.model.calibration`). Problems outside ``ops``/``dtypes`` (when given)
+    checkpoint's calibration applied to the members' agreement times the problem's familiarity
+    (see :mod:`diode_backend.model.calibration` and :mod:`diode_backend.model.novelty`). Problems outside ``ops``/``dtypes`` (when given)
     get no scores, so DIODE falls back for them.
     """
 
@@ -72,6 +73,9 @@ class LearnedScorer:
             log_times = self.network(features)  # [E, n], log microseconds
             times = log_times.mean(dim=0).exp()
             raw = confidence_raw(log_times)
+        novelty = self.checkpoint.novelty
+        if novelty is not None:
+            raw *= familiarity(nearest_distance(novelty["support"], problem), novelty["scale"])
         calibration = self.checkpoint.calibration
         confidence = calibrate(calibration, raw) if calibration is not None else raw
         return Prediction(times_us=tuple(times.tolist()), confidence=confidence)

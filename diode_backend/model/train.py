@@ -16,7 +16,9 @@ What the loop optimises, and why:
   listwise term, the cross-entropy between ``softmax(-log t / T)`` of the measured and the
   predicted times of the problem's candidates, which rewards ordering the fast candidates right.
 - **Ensemble.** Every member sees its own draw of problems and candidates (bagging), so their
-  disagreement means something; the confidence is calibrated from it on the held-out problems.
+  disagreement means something; the confidence is calibrated from it on the held-out problems,
+  times a factor for the problem's distance to the training problems whose scale is chosen on
+  the same held-out problems (:mod:`diode_backend.model.novelty`).
 - **Reproducible and resumable.** One seed drives initialisation and sampling; after every epoch
   the whole training state (weights, optimiser, sampler, early-stopping record) is written next to
   the output, and ``resume=True`` continues from it to the same result as an uninterrupted run.
@@ -49,6 +51,7 @@ from ..problem import HardwareInfo
 from .calibration import TOLERANCE, confidence_raw, fit_calibration
 from .checkpoint import checkpoint_data
 from .network import TimingModel
+from .novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
 
 _STATE_FORMAT = "diode-training-state"
 _STATE_VERSION = 1
@@ -265,13 +268,21 @@ def train(
 
     model.load_state_dict(loop.best_state)
     model.eval()
-    # fitted on both held-out halves (see the module docstring)
+    # fitted on both held-out halves (see the module docstring), as is the novelty's scale
     stop_raw, stop_hits = holdout_confidence(model, stop_rows)
     raw, hits = holdout_confidence(model, calibration_rows)
-    calibration = fit_calibration(stop_raw + raw, stop_hits + hits)
+    raw, hits = stop_raw + raw, stop_hits + hits
+    support = support_of([records[i].problem for i in train_ids])
+    distances = [nearest_distance(support, records[i].problem) for i in stop_ids + calibration_ids]
+    scale = fit_scale(raw, distances, hits)
+    calibration = fit_calibration([r * familiarity(d, scale) for r, d in zip(raw, distances)], hits)
     calibration_problems = len(stop_ids) + len(calibration_ids)
     checkpoint = checkpoint_data(
-        model, feature_schema=extractor.schema, feature_version=extractor.version, calibration=calibration
+        model,
+        feature_schema=extractor.schema,
+        feature_version=extractor.version,
+        calibration=calibration,
+        novelty=novelty_data(support, scale),
     )
     # The loader ignores this; `diode validate` and model manifests read it.
     checkpoint["training"] = {
