@@ -121,6 +121,9 @@ def test_figures_are_given_per_workload_class_and_family():
     # one confidence for hits and misses alike: it tells them apart no better than chance
     assert report["calibration"]["auroc"] == 0.5
     assert math.isnan(prefill["calibration"]["auroc"])  # no miss to tell apart
+    # every pick claimed 0.9, the default threshold: the decode misses would be compiled alone
+    assert report["calibration"]["trusted"]["problems"] == 7
+    assert report["calibration"]["trusted"]["top1_regret_worst"] == decode_figures["scorers"]["model"]["top1_regret"]["worst"]
 
 
 def test_diode_train_then_validate(tmp_path, capsys):

@@ -156,7 +156,8 @@ def print_summary(report: dict[str, Any]) -> None:
     if calibration:
         print(
             f"confidence: mean {calibration['mean_confidence']:.3f}, hit rate {calibration['hit_rate']:.3f}, "
-            f"ECE {calibration['ece']:.3f}, AUROC {calibration['auroc']:.3f}"
+            f"ECE {calibration['ece']:.3f}, AUROC {calibration['auroc']:.3f}; {calibration['trusted']['problems']} "
+            f"at confidence >= {calibration['trusted']['threshold']}, worst top-1 {calibration['trusted']['top1_regret_worst']:.3f}"
         )
     print_groups("workload class", report["by_class"])
     print_groups("family", report["by_family"])
@@ -182,21 +183,26 @@ _GROUP_COLUMNS = (
     ("hit rate", ("calibration", "hit_rate")),
     ("ECE", ("calibration", "ece")),
     ("AUROC", ("calibration", "auroc")),
+    ("trusted", ("calibration", "trusted", "problems")),
+    ("trusted worst", ("calibration", "trusted", "top1_regret_worst")),
 )
 
 
 def print_groups(title: str, groups: dict[str, Any]) -> None:
     """The model's figures per group (workload class, family), one row each."""
-    print(f"\nby {title} (model; DEFAULT: best of Inductor's DEFAULT list)")
-    print(f"{title:24}" + "".join(f"{heading:>12}" for heading, _ in _GROUP_COLUMNS))
+    print(
+        f"\nby {title} (model; DEFAULT: best of Inductor's DEFAULT list; trusted: picks at or above "
+        "the default confidence threshold, which fast_autotune compiles alone)"
+    )
+    print(f"{title:24}" + "".join(f"{heading:>14}" for heading, _ in _GROUP_COLUMNS))
     for name, figures in groups.items():
         cells = []
         for heading, path in _GROUP_COLUMNS:
             value = _lookup(figures, list(path))
             if isinstance(value, int):
-                cells.append(f"{value:>12}")
+                cells.append(f"{value:>14}")
             else:
-                cells.append(f"{value:>12.3f}" if isinstance(value, float) else f"{'-':>12}")
+                cells.append(f"{value:>14.3f}" if isinstance(value, float) else f"{'-':>14}")
         print(f"{name[:23]:24}" + "".join(cells))
 
 

@@ -35,6 +35,7 @@ import torch
 from ..analytical import AnalyticalScorer
 from ..dataset import ProblemTimings
 from ..families import family_of
+from ..options import DiodeOptions
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction
 from ..workload import WORKLOAD_CLASSES, workload_class
@@ -52,6 +53,8 @@ TARGETS = (
     ("calibration.ece", "<=", 0.05),
 )
 _RELIABILITY_BINS = 10
+#: The confidence at which DIODE, by default, trusts a pick alone.
+TRUSTED = DiodeOptions().diode_confidence_threshold
 
 
 def config_key(config: KernelConfig) -> tuple:
@@ -267,6 +270,13 @@ def validate(
         confident = [(s.confidence, s.regrets[1] <= 1 + TOLERANCE) for s in model if s.confidence is not None]
         if confident:
             block["calibration"] = reliability([c for c, _ in confident], [h for _, h in confident])
+            # what fast_autotune with the default threshold compiles alone, unbenchmarked
+            trusted = [s.regrets[1] for s in model if s.confidence is not None and s.confidence >= TRUSTED]
+            block["calibration"]["trusted"] = {
+                "threshold": TRUSTED,
+                "problems": len(trusted),
+                "top1_regret_worst": max(trusted, default=math.nan),
+            }
         return block
 
     def grouped(keys: list[str], order: Sequence[str]) -> dict[str, Any]:
