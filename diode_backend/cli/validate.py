@@ -34,8 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "log-time RMSE, MAPE, per-problem Kendall tau, top-1/5/10 regret (the fastest measured "
         "time among the top k over the fastest of all), the same figures for the baselines (the "
         "analytical scorer, the nearest training problem, Inductor's max-autotune DEFAULT list "
-        "and ATen alone), a reliability table of the confidence and its expected calibration "
-        "error, and whether the targets are met. Problems of the 'train' split are the "
+        "and ATen alone), a reliability table of the confidence with its expected calibration "
+        "error and AUROC, and whether the targets are met; then the model's figures per workload "
+        "class and per model family. Problems of the 'train' split are the "
         "nearest-neighbour baseline's lookup table, never scored.",
         epilog="example: diode validate models/my-h100 timings/ --report report.json --plots plots/",
     )
