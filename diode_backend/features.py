@@ -20,7 +20,11 @@ from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
 
 @runtime_checkable
 class FeatureExtractor(Protocol):
-    """Turns one problem and its candidates into a float32 matrix, one row per candidate."""
+    """Turns one problem and its candidates into a float32 matrix, one row per candidate.
+
+    An extractor may also offer ``at_version(version) -> FeatureExtractor | None``, an
+    extractor of an earlier version of its schema, so that models trained on it still load.
+    """
 
     schema: str
     version: int
@@ -29,6 +33,17 @@ class FeatureExtractor(Protocol):
     def extract(
         self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
     ) -> torch.Tensor: ...
+
+
+class _Columns:
+    """An earlier version of a schema whose columns are a subset of the current one's."""
+
+    def __init__(self, current: FeatureExtractor, version: int, names: tuple[str, ...]) -> None:
+        self.current, self.schema, self.version, self.names = current, current.schema, version, names
+        self._index = torch.tensor([current.names.index(name) for name in names])
+
+    def extract(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> torch.Tensor:
+        return self.current.extract(problem, configs, hardware)[:, self._index]
 
 
 _DTYPES = ("float16", "bfloat16", "float32")
@@ -55,9 +70,9 @@ _CONFIG_NAMES = (
     "pad_waste_m", "pad_waste_n", "pad_waste_k", "smem_fraction", "log2_k_steps",
     "acc_regs_per_thread", "log2_tile_intensity",
     "log2_analytical_us", "analytical_scored",
-    # the ATen call a candidate makes, one column each: cuBLAS picks other kernels per call
-    *(f"aten_{call}" for call in ATEN_CALLS), "aten_unaligned",
 )  # fmt: skip
+# the ATen call a candidate makes, one column each: cuBLAS picks other kernels per call
+_ATEN_NAMES = (*(f"aten_{call}" for call in ATEN_CALLS), "aten_unaligned")
 #: log2 of the analytical estimate stands in at this value where the tile cannot launch.
 _UNLAUNCHABLE_LOG2_US = 30.0
 
@@ -90,7 +105,16 @@ class GemmFeatures:
 
     schema = "gemm"
     version = 5
-    names = _PROBLEM_NAMES + _ALIGNMENT_NAMES + _CONFIG_NAMES
+    names = _PROBLEM_NAMES + _ALIGNMENT_NAMES + _CONFIG_NAMES + _ATEN_NAMES
+
+    def at_version(self, version: int) -> FeatureExtractor | None:
+        """An extractor of ``version`` of this schema, or None: v4's columns are all v5's, so
+        models trained on v4 keep working."""
+        if version == self.version:
+            return self
+        if version == 4:
+            return _Columns(self, version, _PROBLEM_NAMES + _CONFIG_NAMES)
+        return None
 
     def extract(
         self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo

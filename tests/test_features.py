@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 
@@ -95,3 +96,19 @@ def test_each_aten_call_is_its_own_column():
     assert column(features, "aten_mm") == column(features, "aten_baddbmm") == [0] * 6
     # 1000 x 4096 bf16 with 1536-element rows: every row 16-byte aligned
     assert column(features, "aten_unaligned") == [0] * 6
+
+
+def test_version_4_is_the_subset_of_columns_it_always_was():
+    """Models trained on v4 (the shipped H100 model) keep loading: v5 only added columns."""
+    from diode_backend.model.learned import LearnedScorer
+
+    v4 = GemmFeatures().at_version(4)
+    assert (v4.schema, v4.version, len(v4.names)) == ("gemm", 4, 38)
+    assert "m_odd" not in v4.names and "aten_bias_addmm" not in v4.names
+    current = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
+    older = v4.extract(PROBLEM, CONFIGS, H100)
+    assert torch.equal(older[:, v4.names.index("log2_analytical_us")], torch.tensor(column(current, "log2_analytical_us")))
+    assert GemmFeatures().at_version(3) is None
+    shipped = LearnedScorer.load(Path(__file__).resolve().parents[1] / "trained_models" / "nvidia-h100-gemm" / "model.pt")
+    assert shipped.extractor.version == 4
+    assert all(t > 0 for t in shipped.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us)

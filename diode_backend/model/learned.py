@@ -88,7 +88,8 @@ def learned_identity(sha256: str) -> str:
 
 
 def feature_extractor_for(checkpoint: Checkpoint) -> FeatureExtractor:
-    """The registered extractor for the checkpoint's schema, refusing another version or width."""
+    """The registered extractor for the checkpoint's schema and version (an earlier version the
+    extractor still computes, see ``at_version``), refusing another version or width."""
     path, schema, version = checkpoint.path, checkpoint.feature_schema, checkpoint.feature_version
     extractors = registry.feature_extractors()
     extractor = extractors.get(schema)
@@ -98,6 +99,8 @@ def feature_extractor_for(checkpoint: Checkpoint) -> FeatureExtractor:
             f"{path}: trained on feature schema {schema!r} v{version}, which no installed plugin "
             f"provides (installed: {known}); install the plugin that provides it"
         )
+    if extractor.version != version and hasattr(extractor, "at_version"):
+        extractor = extractor.at_version(version) or extractor
     if extractor.version != version:
         raise ModelLoadError(
             f"{path}: trained on feature schema {schema!r} v{version}, this installation computes "
