@@ -163,6 +163,7 @@ def test_train_holding_out_families_then_validate_them(tmp_path, capsys):
                  "--steps-per-epoch", "5", "--hidden", "8", "--ensemble", "2"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "held out families: gpt, whisper" in out and "--families held-out" in out
+    assert read_manifest(folder).description.endswith("without the families gpt, whisper")
     report_path = tmp_path / "report.json"
     assert main(["validate", str(folder), str(data), "--split", "all", "--families", "held-out", "--no-default-baseline",
                  "--report", str(report_path)]) == 0  # fmt: skip

@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         name=args.name or args.output.resolve().name,
         hardware_match=args.hardware_match or [hardware.name],
         problems=without_families(problems, held_out),
+        description=f"timing model trained by `diode train` without the families {', '.join(held_out)}" if held_out else "",
         priority=args.priority,
     )
     summary = {**dataclasses.asdict(result), "checkpoint": str(result.checkpoint), "manifest": str(manifest)}
