@@ -18,6 +18,8 @@ _TILE_FIELDS = attrgetter("block_m", "block_n", "block_k", "num_stages", "num_wa
 _PACK_TILES = struct.Struct("=6i").pack
 _KIND = attrgetter("kind")
 _KIND_CODES = {KIND_ATEN: 0, KIND_TRITON: 1}  # anything else: 2
+#: The ATen calls a candidate can make (``aten::<call>``); :attr:`ConfigTable.aten_calls` indexes it.
+ATEN_CALLS = ("mm", "addmm", "bias_addmm", "bmm", "baddbmm")
 
 
 @dataclass(frozen=True)
@@ -25,14 +27,16 @@ class ConfigTable:
     """One row per config.
 
     ``tiles``: float64 ``[n, 6]`` block_m, block_n, block_k, num_stages, num_warps, group_m (0
-    where a kind has none). ``aten``/``triton``/``other``: bool kind flags; ``bias_epilogue``: an
-    ATen ``bias_addmm`` (bias fused in the cuBLASLt epilogue).
+    where a kind has none). ``aten``/``triton``/``other``: bool kind flags; ``aten_calls``: int8
+    index into :data:`ATEN_CALLS` of an ATen row's call, -1 for other rows and unknown calls;
+    ``bias_epilogue``: an ATen ``bias_addmm`` (bias fused in the cuBLASLt epilogue).
     """
 
     tiles: torch.Tensor
     aten: torch.Tensor
     triton: torch.Tensor
     other: torch.Tensor
+    aten_calls: torch.Tensor
     bias_epilogue: torch.Tensor
 
     @classmethod
@@ -48,7 +52,9 @@ class ConfigTable:
         codes = bytearray(map(code_of.__getitem__, kinds))
         code = torch.frombuffer(codes, dtype=torch.int8) if n else torch.zeros(0, dtype=torch.int8)
         aten = code == 0
-        bias_epilogue = torch.zeros(n, dtype=torch.bool)
+        aten_calls = torch.full((n,), -1, dtype=torch.int8)
         for i in aten.nonzero().flatten().tolist():  # a handful of ATen rows at most
-            bias_epilogue[i] = configs[i].template.endswith("bias_addmm")
-        return cls(tiles, aten, code == 1, code == 2, bias_epilogue)
+            call = configs[i].template.split("::")[-1]
+            aten_calls[i] = ATEN_CALLS.index(call) if call in ATEN_CALLS else -1
+        bias_epilogue = aten_calls == ATEN_CALLS.index("bias_addmm")
+        return cls(tiles, aten, code == 1, code == 2, aten_calls, bias_epilogue)

@@ -14,13 +14,17 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from .analytical import estimate_times_us
-from .config_table import ConfigTable
+from .config_table import ATEN_CALLS, ConfigTable
 from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
 
 
 @runtime_checkable
 class FeatureExtractor(Protocol):
-    """Turns one problem and its candidates into a float32 matrix, one row per candidate."""
+    """Turns one problem and its candidates into a float32 matrix, one row per candidate.
+
+    An extractor may also offer ``at_version(version) -> FeatureExtractor | None``, an
+    extractor of an earlier version of its schema, so that models trained on it still load.
+    """
 
     schema: str
     version: int
@@ -31,6 +35,17 @@ class FeatureExtractor(Protocol):
     ) -> torch.Tensor: ...
 
 
+class _Columns:
+    """An earlier version of a schema whose columns are a subset of the current one's."""
+
+    def __init__(self, current: FeatureExtractor, version: int, names: tuple[str, ...]) -> None:
+        self.current, self.schema, self.version, self.names = current, current.schema, version, names
+        self._index = torch.tensor([current.names.index(name) for name in names])
+
+    def extract(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> torch.Tensor:
+        return self.current.extract(problem, configs, hardware)[:, self._index]
+
+
 _DTYPES = ("float16", "bfloat16", "float32")
 _PROBLEM_NAMES = (
     "log2_m", "log2_n", "log2_k", "log2_batch",
@@ -38,6 +53,16 @@ _PROBLEM_NAMES = (
     "a_col", "b_col", "bias_row", "bias_full", "batched",
     "log2_flops", "log2_min_bytes", "log2_intensity",
 )  # fmt: skip
+#: Sizes whose alignment is a feature: M, N, K and the leading dimension (elements between
+#: rows) of A and B as their layouts make it.
+_ALIGNED = ("m", "n", "k", "lda", "ldb")
+#: Alignments (elements) of :data:`_ALIGNED` sizes, each a 0/1 column, plus "odd".
+_ALIGNMENTS = (8, 16, 64, 128)
+_ALIGNMENT_NAMES = tuple(
+    f"{size}_{test}" for size in _ALIGNED for test in (*(f"mult{a}" for a in _ALIGNMENTS), "odd")
+)
+#: cuBLAS's tensor-core kernels want 16-byte aligned leading dimensions (A, B and the output).
+_ALIGNED_BYTES = 16
 _CONFIG_NAMES = (
     "kind_aten", "kind_triton", "kind_other",
     "log2_block_m", "log2_block_n", "log2_block_k", "num_stages", "num_warps", "log2_group_m",
@@ -46,23 +71,50 @@ _CONFIG_NAMES = (
     "acc_regs_per_thread", "log2_tile_intensity",
     "log2_analytical_us", "analytical_scored",
 )  # fmt: skip
+# the ATen call a candidate makes, one column each: cuBLAS picks other kernels per call
+_ATEN_NAMES = (*(f"aten_{call}" for call in ATEN_CALLS), "aten_unaligned")
 #: log2 of the analytical estimate stands in at this value where the tile cannot launch.
 _UNLAUNCHABLE_LOG2_US = 30.0
 
 
+def leading_dimensions(problem: GemmProblem) -> tuple[int, int]:
+    """Elements between consecutive rows (or columns, for ``col``) of A and of B: K or M for A,
+    N or K for B (``strided`` operands are taken as ``row``)."""
+    lda = problem.m if problem.a_layout == "col" else problem.k
+    ldb = problem.k if problem.b_layout == "col" else problem.n
+    return lda, ldb
+
+
+def _alignment_row(problem: GemmProblem) -> list[float]:
+    sizes = (problem.m, problem.n, problem.k, *leading_dimensions(problem))
+    return [float(test) for size in sizes for test in (*(size % a == 0 for a in _ALIGNMENTS), size % 2 == 1)]
+
+
 class GemmFeatures:
-    """Schema ``gemm`` v4: size logs, dtype/layout flags, tile, wave and padding features, and
-    the analytical scorer's estimate (log2 microseconds; 0 with ``analytical_scored`` = 0 for
-    kinds it cannot model).
+    """Schema ``gemm`` v5: size logs, dtype/layout flags, alignment of sizes and leading
+    dimensions, tile, wave and padding features, the analytical scorer's estimate (log2
+    microseconds; 0 with ``analytical_scored`` = 0 for kinds it cannot model), and which ATen
+    call a cuBLAS candidate makes.
 
     v2 added ``log2_analytical_us`` and ``analytical_scored``; v3 computed it with analytical v2
     (float32 without TF32 costed on the FP32 pipe); v4 with analytical v3 (register spills of
-    tensor-core tiles), the scorer's own estimate.
+    tensor-core tiles), the scorer's own estimate; v5 added alignment (cuBLAS and Triton lose
+    several times at sizes that are not multiples of 8, issue 12), the ATen call and
+    ``aten_unaligned`` (an ATen candidate whose A, B or output rows are not 16-byte aligned).
     """
 
     schema = "gemm"
-    version = 4
-    names = _PROBLEM_NAMES + _CONFIG_NAMES
+    version = 5
+    names = _PROBLEM_NAMES + _ALIGNMENT_NAMES + _CONFIG_NAMES + _ATEN_NAMES
+
+    def at_version(self, version: int) -> FeatureExtractor | None:
+        """An extractor of ``version`` of this schema, or None: v4's columns are all v5's, so
+        models trained on v4 keep working."""
+        if version == self.version:
+            return self
+        if version == 4:
+            return _Columns(self, version, _PROBLEM_NAMES + _CONFIG_NAMES)
+        return None
 
     def extract(
         self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
@@ -77,6 +129,7 @@ class GemmFeatures:
                 float(p.a_layout == "col"), float(p.b_layout == "col"),
                 float(p.bias == "row"), float(p.bias == "full"), float(p.batch > 1),
                 math.log2(p.flops), math.log2(p.min_bytes), math.log2(p.flops / p.min_bytes),
+                *_alignment_row(p),
             ],
             dtype=torch.float64,
         )  # fmt: skip
@@ -97,6 +150,7 @@ class GemmFeatures:
         estimate = estimate_times_us(p, table, hardware)
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)
+        unaligned = any(size * in_bytes % _ALIGNED_BYTES for size in (*leading_dimensions(p), p.n))
         config_cols = (
             table.aten, table.triton, table.other,
             torch.log2(bm), torch.log2(bn), torch.log2(bk), stages, warps,
@@ -108,10 +162,12 @@ class GemmFeatures:
             torch.where(has_tile, bm * bn / (32 * warps.clamp(min=1)), 0.0),
             torch.log2(bm * bn / (bm + bn)),
             log2_estimate, scored,
+            *(table.aten_calls == code for code in range(len(ATEN_CALLS))),
+            table.aten & unaligned,
         )  # fmt: skip
         # Column writes into one buffer: torch.stack/cat of columns costs several times more.
         features = torch.empty(n, len(self.names), dtype=torch.float32)
-        features[:, : len(_PROBLEM_NAMES)] = problem_row
-        for index, column in enumerate(config_cols, start=len(_PROBLEM_NAMES)):
+        features[:, : len(problem_row)] = problem_row
+        for index, column in enumerate(config_cols, start=len(problem_row)):
             features[:, index] = column
         return features

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 from diode_backend.analytical import AnalyticalScorer
@@ -25,7 +26,7 @@ SPACE = [KernelConfig("aten", "aten::mm")] + [
 ]
 
 
-def synthetic_problems(count: int, split: str = "train", seed: int = 0) -> list[ProblemTimings]:
+def synthetic_problems(count: int, split: str = "train", seed: int = 0, generator: str = "synthetic") -> list[ProblemTimings]:
     """``count`` mm problems with log-normal sizes, every config of :data:`SPACE` timed."""
     rng = random.Random(f"{seed}-{split}")
     scorer = AnalyticalScorer()
@@ -38,12 +39,15 @@ def synthetic_problems(count: int, split: str = "train", seed: int = 0) -> list[
             t * (PENALTY if c.num_warps == 8 else 1.0) * math.exp(rng.gauss(0.0, 0.01))
             for c, t in zip(SPACE, estimates)
         )
-        problems.append(ProblemTimings(problem, tuple(SPACE), times, split=split, generator="synthetic", space="exhaustive"))
+        problems.append(ProblemTimings(problem, tuple(SPACE), times, split=split, generator=generator, space="exhaustive"))
     return problems
 
 
-def write_dataset(folder: Path, train: int = 40, validation: int = 10, seed: int = 0) -> Path:
-    """A one-shard dataset with ``train`` and ``validation`` problems; returns ``folder``."""
+def write_dataset(folder: Path, train: int = 40, validation: int = 10, seed: int = 0, families: tuple[str, ...] = ()) -> Path:
+    """A one-shard dataset with ``train`` and ``validation`` problems; returns ``folder``. With
+    ``families``, the problems are dealt out to ``zoo:<family>`` generators in turn."""
     problems = synthetic_problems(train, "train", seed) + synthetic_problems(validation, "validation", seed)
+    if families:
+        problems = [replace(p, generator=f"zoo:{families[i % len(families)]}") for i, p in enumerate(problems)]
     write_shard(folder / "part-000.msgpack", DatasetMeta(H100, {"note": "synthetic"}), problems)
     return folder

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from diode_backend.model.calibration import calibrate, confidence_raw, fit_calibration
+from diode_backend.model.calibration import auroc, calibrate, confidence_raw, fit_calibration
 
 
 def test_raw_score_is_agreement_times_separation():
@@ -64,3 +64,11 @@ def test_fit_with_few_problems_is_one_group():
 def test_fit_needs_data():
     with pytest.raises(ValueError, match="at least one"):
         fit_calibration([], [])
+
+
+def test_auroc_is_the_chance_a_hit_scores_above_a_miss():
+    assert auroc([0.9, 0.8, 0.3, 0.2], [True, True, False, False]) == 1.0
+    assert auroc([0.9, 0.8, 0.3, 0.2], [False, False, True, True]) == 0.0
+    # hits 0.9 and 0.5 against misses 0.5 and 0.1: wins 1 + 1 + 0.5 (tie) + 1 of 4 pairs
+    assert auroc([0.9, 0.5, 0.5, 0.1], [True, True, False, False]) == pytest.approx(3.5 / 4)
+    assert math.isnan(auroc([0.9, 0.8], [True, True]))

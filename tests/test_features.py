@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 
@@ -56,7 +57,7 @@ def test_the_analytical_estimate_is_a_feature():
 
 
 def test_the_feature_charges_the_spills_the_scorer_charges():
-    """Schema v4 takes analytical v3's estimate: the 2-warp tile that ran 8x slower on the H100
+    """The schema takes analytical v3's estimate: the 2-warp tile that ran 8x slower on the H100
     (fp16 1157x427x561) spills, and the feature sees it as the scorer does."""
     problem = GemmProblem("mm", 1157, 427, 561, dtype="float16")
     configs = [KernelConfig("triton", "triton::mm", 128, 64, 64, 4, 2, 8), KernelConfig("triton", "triton::mm", 128, 64, 64, 4, 4, 8)]
@@ -71,3 +72,43 @@ def test_analytical_scorer_orders_what_it_models():
     assert times[0] < times[1]  # a 128x128 tile beats a 64x32 one on a large problem
     assert times[4] == times[3] - 0.5  # cuBLASLt fuses the bias
     assert all(t > 0 for t in times[:2] + times[3:5])
+
+
+def test_alignment_of_sizes_and_leading_dimensions():
+    # attention scores of 77 tokens, B = K^T: A's rows are 64 apart, B's (col) 64, the output's 77
+    scores = GemmProblem("bmm", 77, 77, 64, batch=12, dtype="float16", b_layout="col")
+    configs = [KernelConfig("aten", "aten::bmm"), CONFIGS[0]]
+    features = GemmFeatures().extract(scores, configs, H100)
+    assert column(features, "m_odd") == [1.0, 1.0] and column(features, "m_mult8") == [0.0, 0.0]
+    assert column(features, "lda_mult64") == column(features, "ldb_mult64") == [1.0, 1.0]
+    assert column(features, "ldb_mult128") == [0.0, 0.0]
+    assert column(features, "aten_unaligned") == [1.0, 0.0]  # 77 halves a row: not 16-byte aligned
+    assert column(features, "aten_bmm") == [1.0, 0.0]
+    # the same product transposed to col/row: A's rows are now M = 77 apart
+    transposed = GemmFeatures().extract(GemmProblem("bmm", 77, 64, 77, batch=12, dtype="float16", a_layout="col"), configs, H100)
+    assert column(transposed, "lda_odd") == [1.0, 1.0] and column(transposed, "ldb_mult64") == [1.0, 1.0]
+
+
+def test_each_aten_call_is_its_own_column():
+    features = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
+    assert column(features, "aten_addmm") == [0, 0, 0, 1, 0, 0]
+    assert column(features, "aten_bias_addmm") == [0, 0, 0, 0, 1, 0]
+    assert column(features, "aten_mm") == column(features, "aten_baddbmm") == [0] * 6
+    # 1000 x 4096 bf16 with 1536-element rows: every row 16-byte aligned
+    assert column(features, "aten_unaligned") == [0] * 6
+
+
+def test_version_4_is_the_subset_of_columns_it_always_was():
+    """Models trained on v4 (the shipped H100 model) keep loading: v5 only added columns."""
+    from diode_backend.model.learned import LearnedScorer
+
+    v4 = GemmFeatures().at_version(4)
+    assert (v4.schema, v4.version, len(v4.names)) == ("gemm", 4, 38)
+    assert "m_odd" not in v4.names and "aten_bias_addmm" not in v4.names
+    current = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
+    older = v4.extract(PROBLEM, CONFIGS, H100)
+    assert torch.equal(older[:, v4.names.index("log2_analytical_us")], torch.tensor(column(current, "log2_analytical_us")))
+    assert GemmFeatures().at_version(3) is None
+    shipped = LearnedScorer.load(Path(__file__).resolve().parents[1] / "trained_models" / "nvidia-h100-gemm" / "model.pt")
+    assert shipped.extractor.version == 4
+    assert all(t > 0 for t in shipped.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us)

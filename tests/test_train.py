@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -59,7 +60,7 @@ def test_training_writes_a_checkpoint_the_scorer_loads(problems, tmp_path):
     assert (result.train_problems, result.stopping_problems, result.calibration_problems) == (24, 3, 6)
     assert not (tmp_path / "model.pt.state").exists()  # finished: nothing to resume
     saved = torch.load(tmp_path / "model.pt", weights_only=True)
-    assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 4)
+    assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 5)
     assert len(saved["calibration"]["edges"]) == 1  # 3 calibration problems: one group
     assert len(saved["training"]["history"]) == result.epochs == 4
     scorer = LearnedScorer.load(tmp_path / "model.pt")
@@ -144,3 +145,42 @@ def test_a_checkpoint_of_another_feature_version_is_refused(problems, tmp_path):
 def test_too_few_problems_is_a_clear_error(problems, tmp_path):
     with pytest.raises(ValueError, match="at least 3 problems"):
         run(problems[:2], tmp_path / "model.pt")
+
+
+def test_held_out_families_are_left_out_and_the_halves_are_whole_families(tmp_path):
+    problems = [
+        replace(p, generator=f"zoo:{family}")
+        for family, seed in zip(("llama", "bert", "gpt", "t5", "vit", "whisper"), range(6))
+        for p in synthetic_problems(8, seed=seed)
+    ]
+    result = run(problems, tmp_path / "model.pt", holdout_families=["whisper"])
+    assert result.train_problems + result.calibration_problems == 40  # whisper's 8 left out
+    training = torch.load(tmp_path / "model.pt", weights_only=True)["training"]
+    assert training["holdout_families"] == ["whisper"]
+    stopping, calibration = set(training["stopping_families"]), set(training["calibration_families"])
+    assert stopping and calibration and not stopping & calibration
+    assert not (stopping | calibration) & {"whisper"}
+    assert result.train_problems == 8 * (5 - len(stopping | calibration))
+    assert LearnedScorer.load(tmp_path / "model.pt").checkpoint.training["holdout_families"] == ["whisper"]
+
+
+def test_a_model_trained_on_baddbmm_scores_baddbmm(tmp_path):
+    """baddbmm: a bmm with an addend; its ATen call is its own feature column."""
+    from diode_backend.model.entries import manifest_entry
+    from diode_backend.model.train import write_model_manifest
+
+    def as_baddbmm(record):
+        configs = tuple(
+            dataclasses.replace(c, template="aten::baddbmm" if c.kind == "aten" else "triton::bmm") for c in record.configs
+        )
+        problem = dataclasses.replace(record.problem, op="baddbmm", batch=4, bias="full")
+        return dataclasses.replace(record, problem=problem, configs=configs)
+
+    problems = synthetic_problems(12) + [as_baddbmm(p) for p in synthetic_problems(12, seed=1)]
+    run(problems, tmp_path / "model.pt")
+    write_model_manifest(tmp_path, name="m", hardware_match=["H100"], problems=problems)
+    scorer = manifest_entry(tmp_path).load()
+    unseen = as_baddbmm(synthetic_problems(1, "validation")[0])
+    prediction = scorer.predict(unseen.problem, unseen.configs, H100)
+    assert all(math.isfinite(t) and t > 0 for t in prediction.times_us)
+    assert scorer.ops == ("mm", "baddbmm")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -92,6 +93,37 @@ def test_a_perfect_scorer_meets_every_target():
     assert report["baselines"]["aten"]["top1_regret"]["geomean"] > 1.0
     assert set(report["scorers"]) == {"model", "analytical", "nearest_neighbour"}
     assert len(report["per_problem"]) == 6
+    # the synthetic problems are mm of one family: the class and family tables repeat the total
+    classes = {row["class"] for row in report["per_problem"]}
+    assert set(report["by_class"]) == classes and report["by_family"].keys() == {"synthetic"}
+    assert sum(group["problems"] for group in report["by_class"].values()) == 6
+    assert report["by_family"]["synthetic"]["scorers"] == report["scorers"]
+
+
+def test_figures_are_given_per_workload_class_and_family():
+    decode = synthetic_problems(3, "validation", seed=1, generator="zoo:llama")
+    decode = [dataclasses.replace(p, problem=dataclasses.replace(p.problem, m=8 + i)) for i, p in enumerate(decode)]
+    wide = synthetic_problems(4, "validation", seed=2, generator="zoo:bert")
+    wide = [dataclasses.replace(p, problem=dataclasses.replace(p.problem, m=2048 + i, n=4096, k=4096)) for i, p in enumerate(wide)]
+
+    class WrongOnDecode(Oracle):
+        def predict(self, problem, configs, hardware):
+            times = self.times[problem]
+            return Prediction(times if problem.m > 32 else tuple(1 / t for t in times), confidence=0.9)
+
+    report = validate(WrongOnDecode(decode + wide), decode + wide, H100)
+    decode_figures, prefill = report["by_class"]["decode"], report["by_class"]["prefill_linear"]
+    assert (decode_figures["problems"], prefill["problems"]) == (3, 4)
+    assert decode_figures["scorers"]["model"]["top1_regret"]["worst"] > 1.05
+    assert prefill["scorers"]["model"]["top1_regret"]["worst"] == 1.0
+    assert report["by_family"]["llama"]["scorers"] == decode_figures["scorers"]
+    assert prefill["calibration"]["hit_rate"] == 1.0 and decode_figures["calibration"]["hit_rate"] == 0.0
+    # one confidence for hits and misses alike: it tells them apart no better than chance
+    assert report["calibration"]["auroc"] == 0.5
+    assert math.isnan(prefill["calibration"]["auroc"])  # no miss to tell apart
+    # every pick claimed 0.9, the default threshold: the decode misses would be compiled alone
+    assert report["calibration"]["trusted"]["problems"] == 7
+    assert report["calibration"]["trusted"]["top1_regret_worst"] == decode_figures["scorers"]["model"]["top1_regret"]["worst"]
 
 
 def test_diode_train_then_validate(tmp_path, capsys):
@@ -118,6 +150,31 @@ def test_validate_errors_are_one_line(tmp_path, capsys):
     data = write_dataset(tmp_path / "data", train=5, validation=0)
     assert main(["validate", "analytical", str(data)]) == 2
     assert "no problems in split 'validation'" in capsys.readouterr().err
+    assert main(["validate", "analytical", str(data), "--split", "all", "--families", "llama"]) == 2
+    assert capsys.readouterr().err == "diode validate: error: --families: unknown family 'llama'; the data has: synthetic\n"
+    assert main(["validate", "analytical", str(data), "--split", "all", "--families", "held-out"]) == 2
+    assert "trained without held-out families" in capsys.readouterr().err
+
+
+def test_train_holding_out_families_then_validate_them(tmp_path, capsys):
+    data = write_dataset(tmp_path / "data", train=40, validation=8, families=("llama", "bert", "gpt", "t5", "vit", "whisper"))
+    folder = tmp_path / "model"
+    assert main(["train", str(data), "--output", str(folder), "--holdout-families", "whisper,gpt", "--max-epochs", "2",
+                 "--steps-per-epoch", "5", "--hidden", "8", "--ensemble", "2"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "held out families: gpt, whisper" in out and "--families held-out" in out
+    assert read_manifest(folder).description.endswith("without the families gpt, whisper")
+    report_path = tmp_path / "report.json"
+    assert main(["validate", str(folder), str(data), "--split", "all", "--families", "held-out", "--no-default-baseline",
+                 "--report", str(report_path)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "by workload class" in out and "by family" in out and "AUROC" in out
+    report = json.loads(report_path.read_text())
+    assert report["model"]["holdout_families"] == report["families_selected"] == ["gpt", "whisper"]
+    assert set(report["by_family"]) == {"gpt", "whisper"}
+    assert report["problems"] == 16  # every problem of both, whatever its split
+    assert main(["train", str(data), "--output", str(tmp_path / "x"), "--holdout-families", "opt"]) == 2
+    assert "--holdout-families: unknown family 'opt'" in capsys.readouterr().err
 
 
 def test_plots_are_skipped_without_matplotlib(monkeypatch, tmp_path):

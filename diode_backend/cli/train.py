@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 _OPTION_HELP = {
@@ -49,6 +50,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "dataset's full device name)",
     )
     parser.add_argument("--priority", type=int, default=10, help="priority among models that apply (default 10)")
+    parser.add_argument(
+        "--holdout-families",
+        metavar="A,B,...",
+        default="",
+        help="model families to leave out of training, early stopping and calibration, so that "
+        "`diode validate --families held-out` measures them as unseen (a family is a problem's "
+        "generator without its 'zoo:' prefix; `diode dataset info` lists the generators)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -70,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import registry
     from ..dataset import load_dataset
+    from ..families import check_families, parse_families, without_families
     from ..model.train import TrainOptions, inference_hardware, train, write_model_manifest
     from . import CommandError
 
@@ -79,15 +89,27 @@ def run(args: argparse.Namespace) -> int:
     problems = dataset.split("train")
     if not problems:
         raise CommandError(f"{', '.join(map(str, args.data))}: no problems tagged 'train'")
+    held_out: list[str] = []
+    if args.holdout_families:
+        try:
+            held_out = check_families(dataset.problems, parse_families(args.holdout_families))
+        except ValueError as err:
+            raise CommandError(f"--holdout-families: {err}") from None
+        if not without_families(problems, held_out):
+            raise CommandError("--holdout-families: that leaves no training problem")
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})
-    result = train(problems, hardware, extractor, args.output / "model.pt", options, resume=args.resume)
+    result = train(
+        problems, hardware, extractor, args.output / "model.pt", options, resume=args.resume,
+        holdout_families=held_out, progress=sys.stderr,  # the stream of now, not of import time
+    )  # fmt: skip
     manifest = write_model_manifest(
         args.output,
         name=args.name or args.output.resolve().name,
         hardware_match=args.hardware_match or [hardware.name],
-        problems=problems,
+        problems=without_families(problems, held_out),
+        description=f"timing model trained by `diode train` without the families {', '.join(held_out)}" if held_out else "",
         priority=args.priority,
     )
     summary = {**dataclasses.asdict(result), "checkpoint": str(result.checkpoint), "manifest": str(manifest)}
@@ -98,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         f"trained {result.epochs} epochs in {result.seconds:.0f} s (best: epoch {result.best_epoch}, "
         f"held-out top-1 regret {result.holdout_top1_regret:.4f}) on {result.train_problems} problems"
     )
+    if held_out:
+        print(f"held out families: {', '.join(held_out)}")
     print(f"wrote {result.checkpoint} and {manifest}")
-    print(f"next: diode validate {args.output} {' '.join(map(str, args.data))}")
+    families = " --split all --families held-out" if held_out else ""
+    print(f"next: diode validate {args.output} {' '.join(map(str, args.data))}{families}")
     return 0

@@ -19,6 +19,7 @@ _MANIFEST_METRICS = (
     ("rmse_log", ("scorers", "model", "rmse_log")),
     ("mape", ("scorers", "model", "mape")),
     ("calibration_ece", ("calibration", "ece")),
+    ("confidence_auroc", ("calibration", "auroc")),
     ("analytical_top1_regret_geomean", ("scorers", "analytical", "top1_regret", "geomean")),
     ("inductor_default_top1_regret_geomean", ("baselines", "inductor_default", "top1_regret", "geomean")),
     ("aten_top1_regret_geomean", ("baselines", "aten", "top1_regret", "geomean")),
@@ -33,8 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "log-time RMSE, MAPE, per-problem Kendall tau, top-1/5/10 regret (the fastest measured "
         "time among the top k over the fastest of all), the same figures for the baselines (the "
         "analytical scorer, the nearest training problem, Inductor's max-autotune DEFAULT list "
-        "and ATen alone), a reliability table of the confidence and its expected calibration "
-        "error, and whether the targets are met. Problems of the 'train' split are the "
+        "and ATen alone), a reliability table of the confidence with its expected calibration "
+        "error and AUROC, and whether the targets are met; then the model's figures per workload "
+        "class and per model family. Problems of the 'train' split are the "
         "nearest-neighbour baseline's lookup table, never scored.",
         epilog="example: diode validate models/my-h100 timings/ --report report.json --plots plots/",
     )
@@ -46,6 +48,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("validation", "train", "all"),
         help="which problems to score (default validation; 'all' for a dataset recorded from "
         "your own program's max-autotune run)",
+    )
+    parser.add_argument(
+        "--families",
+        metavar="A,B,...",
+        default="",
+        help="score only these model families' problems (of --split; with --split all, a "
+        "family held out from training is validated whole), and leave them out of the "
+        "nearest-neighbour lookup; 'held-out' names the families MODEL's training left out",
     )
     parser.add_argument(
         "--train-data",
@@ -68,6 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import registry
     from ..dataset import load_dataset
+    from ..families import check_families, of_families, parse_families, without_families
     from ..model.train import inference_hardware
     from ..model.validate import validate
     from . import CommandError
@@ -79,7 +90,21 @@ def run(args: argparse.Namespace) -> int:
     hardware = inference_hardware(dataset.hardware)
     entry = registry.pick_entry(hardware, args.model)
     scorer = registry.load_scorer(entry)
+    training = getattr(getattr(scorer, "checkpoint", None), "training", {})
     train_problems = (load_dataset(args.train_data) if args.train_data else dataset).split("train")
+    families: list[str] = []
+    if args.families:
+        names = training.get("holdout_families", []) if args.families == "held-out" else parse_families(args.families)
+        if not names:
+            raise CommandError(f"--families held-out: {args.model} was trained without held-out families")
+        try:
+            families = check_families(dataset.problems, names)
+        except ValueError as err:
+            raise CommandError(f"--families: {err}") from None
+        problems = of_families(problems, families)
+        if not problems:
+            raise CommandError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
+        train_problems = without_families(train_problems, families)
     default_candidates = None
     if not args.no_default_baseline:
         from ..inductor.configs import candidate_space
@@ -91,7 +116,12 @@ def run(args: argparse.Namespace) -> int:
         scorer, problems, hardware, train_problems=train_problems, default_candidates=default_candidates,
         progress=_progress if sys.stderr.isatty() else None,
     )  # fmt: skip
-    report["model"] = {"name": entry.name, "identity": scorer.identity}
+    report["model"] = {
+        "name": entry.name,
+        "identity": scorer.identity,
+        "holdout_families": training.get("holdout_families", []),
+    }
+    report["families_selected"] = families
     report["data"] = [str(path) for path in args.data]
     if args.report:
         args.report.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +155,13 @@ def print_summary(report: dict[str, Any]) -> None:
         print(f"{label:16}" + "".join(cells))
     calibration = report.get("calibration")
     if calibration:
-        print(f"confidence: mean {calibration['mean_confidence']:.3f}, hit rate {calibration['hit_rate']:.3f}, ECE {calibration['ece']:.3f}")
+        print(
+            f"confidence: mean {calibration['mean_confidence']:.3f}, hit rate {calibration['hit_rate']:.3f}, "
+            f"ECE {calibration['ece']:.3f}, AUROC {calibration['auroc']:.3f}; {calibration['trusted']['problems']} "
+            f"at confidence >= {calibration['trusted']['threshold']}, worst top-1 {calibration['trusted']['top1_regret_worst']:.3f}"
+        )
+    print_groups("workload class", report["by_class"])
+    print_groups("family", report["by_family"])
     for name, target in report["targets"].items():
         if "value" in target:
             print(f"target {name} {target['target']}: {target['value']:.4f} {'met' if target['met'] else 'MISSED'}")
@@ -133,6 +169,42 @@ def print_summary(report: dict[str, Any]) -> None:
     print("better than every baseline: " + ("yes" if not losses else f"no, {len(losses)} figures lose:"))
     for loss in losses:
         print(f"  {loss['figure']}: model {loss['model']:.4f} vs {loss['baseline']} {loss['baseline_value']:.4f}")
+
+
+#: The columns of the per-class and per-family tables: (heading, report path).
+_GROUP_COLUMNS = (
+    ("problems", ("problems",)),
+    ("top-1 geo", ("scorers", "model", "top1_regret", "geomean")),
+    ("top-1 p90", ("scorers", "model", "top1_regret", "p90")),
+    ("top-1 worst", ("scorers", "model", "top1_regret", "worst")),
+    ("top-5 geo", ("scorers", "model", "top5_regret", "geomean")),
+    ("top-10 geo", ("scorers", "model", "top10_regret", "geomean")),
+    ("tau median", ("scorers", "model", "kendall_tau", "median")),
+    ("DEFAULT geo", ("baselines", "inductor_default", "top1_regret", "geomean")),
+    ("hit rate", ("calibration", "hit_rate")),
+    ("ECE", ("calibration", "ece")),
+    ("AUROC", ("calibration", "auroc")),
+    ("trusted", ("calibration", "trusted", "problems")),
+    ("trusted worst", ("calibration", "trusted", "top1_regret_worst")),
+)
+
+
+def print_groups(title: str, groups: dict[str, Any]) -> None:
+    """The model's figures per group (workload class, family), one row each."""
+    print(
+        f"\nby {title} (model; DEFAULT: best of Inductor's DEFAULT list; trusted: picks at or above "
+        "the default confidence threshold, which fast_autotune compiles alone)"
+    )
+    print(f"{title:24}" + "".join(f"{heading:>14}" for heading, _ in _GROUP_COLUMNS))
+    for name, figures in groups.items():
+        cells = []
+        for heading, path in _GROUP_COLUMNS:
+            value = _lookup(figures, list(path))
+            if isinstance(value, int):
+                cells.append(f"{value:>14}")
+            else:
+                cells.append(f"{value:>14.3f}" if isinstance(value, float) else f"{'-':>14}")
+        print(f"{name[:23]:24}" + "".join(cells))
 
 
 def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
@@ -144,9 +216,10 @@ def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
     if not folder.is_dir():
         raise CommandError(f"--update-manifest: {folder} is not a model folder")
     manifest = read_manifest(folder)
+    # a figure that is not a number (no misses, so no AUROC) is left out rather than written as NaN
     metrics = {name: _lookup(report, list(path)) for name, path in _MANIFEST_METRICS}
     metrics["validation_problems"] = report["problems"]
-    write_manifest(dataclasses.replace(manifest, metrics={k: v for k, v in metrics.items() if v is not None}), folder)
+    write_manifest(dataclasses.replace(manifest, metrics={k: v for k, v in metrics.items() if v is not None and v == v}), folder)
 
 
 def _lookup(data: Any, path: list[str]) -> Any:

@@ -2,7 +2,8 @@
 calibration on held-out problems.
 
 ``raw`` (:func:`confidence_raw`) in [0, 1] is the product of two signals from the ensemble's
-per-member predictions: the fraction of members whose own fastest candidate is, by the
+per-member predictions (a scorer multiplies it by the problem's familiarity,
+:mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest candidate is, by the
 ensemble mean, within 5% of the mean's fastest (agreement), and ``1 - exp(-gap / log 1.05)``
 where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation).
 On H100 data the agreement alone hardly told hits from misses (the members share the model's
@@ -74,6 +75,17 @@ def fit_calibration(raw: Sequence[float], hits: Sequence[bool], bins: int = 8) -
     edges = [statistics.fmean(r for r, _ in group) for group in groups]
     rates = [(sum(hit for _, hit in group) + overall) / (len(group) + 1) for group in groups]
     return {"edges": edges, "values": _pool_adjacent_violators(rates, [len(group) for group in groups])}
+
+
+def auroc(scores: Sequence[float], hits: Sequence[bool]) -> float:
+    """Area under the ROC curve of ``scores`` predicting ``hits``: the probability that a hit
+    scores above a miss (ties count half); ``nan`` unless there are both hits and misses."""
+    hit_scores = [s for s, hit in zip(scores, hits) if hit]
+    miss_scores = [s for s, hit in zip(scores, hits) if not hit]
+    if not hit_scores or not miss_scores:
+        return math.nan
+    wins = sum((h > m) + 0.5 * (h == m) for h in hit_scores for m in miss_scores)
+    return wins / (len(hit_scores) * len(miss_scores))
 
 
 def _pool_adjacent_violators(values: list[float], weights: list[int]) -> list[float]:

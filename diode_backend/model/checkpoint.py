@@ -7,7 +7,8 @@ dicts, so that it loads with ``torch.load(weights_only=True)``)::
     {"format": "diode-timing-model", "format_version": 1,
      "arch": {...TimingModel arch...}, "state_dict": model.state_dict(),
      "feature_schema": "gemm", "feature_version": 1,
-     "calibration": {"edges": [...], "values": [...]}}   # optional
+     "calibration": {"edges": [...], "values": [...]},   # optional
+     "novelty": {"version": 1, "support": tensor, "scale": float}}   # optional, model/novelty.py
 
 Other keys (training records) are allowed and ignored.
 
@@ -21,13 +22,14 @@ import hashlib
 import io
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from .network import TimingModel
+from .novelty import valid_novelty
 
 FORMAT = "diode-timing-model"
 FORMAT_VERSION = 1
@@ -40,7 +42,8 @@ class ModelLoadError(ValueError):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A loaded, validated checkpoint: the model in eval mode on the CPU, and its metadata."""
+    """A loaded, validated checkpoint: the model in eval mode on the CPU, and its metadata.
+    ``training`` is what training recorded (options, held-out families, ...; ``{}`` if none)."""
 
     path: Path
     sha256: str
@@ -48,6 +51,8 @@ class Checkpoint:
     feature_schema: str
     feature_version: int
     calibration: dict[str, list[float]] | None
+    training: dict[str, Any] = field(default_factory=dict)
+    novelty: dict[str, Any] | None = None
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -65,6 +70,7 @@ def checkpoint_data(
     feature_schema: str,
     feature_version: int,
     calibration: dict[str, list[float]] | None = None,
+    novelty: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The dict a model file holds (``torch.save`` it; add keys such as training records)."""
     data: dict[str, Any] = {
@@ -77,6 +83,8 @@ def checkpoint_data(
     }
     if calibration is not None:
         data["calibration"] = calibration
+    if novelty is not None:
+        data["novelty"] = novelty
     return data
 
 
@@ -159,6 +167,12 @@ def _validate(path: Path, sha256: str, raw: Any) -> Checkpoint:
             f"{path}: 'calibration' must be {{'edges': [...], 'values': [...]}} with as many "
             "probabilities as non-decreasing edges"
         )
+    novelty = raw.get("novelty")
+    if novelty is not None and not valid_novelty(novelty):
+        raise ModelLoadError(
+            f"{path}: 'novelty' must be {{'version': 1, 'support': [P, D] tensor, 'scale': positive float}} "
+            "as this diode-backend writes it; retrain the model with this version"
+        )
     try:
         model = TimingModel(arch)
         model.load_state_dict(state)
@@ -168,7 +182,9 @@ def _validate(path: Path, sha256: str, raw: Any) -> Checkpoint:
             "the file was written by an incompatible diode-backend version: retrain it"
         ) from err
     model.eval().requires_grad_(False)
-    return Checkpoint(path, sha256, model, schema, feature_version, calibration)
+    training = raw.get("training")
+    training = training if isinstance(training, dict) else {}
+    return Checkpoint(path, sha256, model, schema, feature_version, calibration, training, novelty)
 
 
 def _first_line(error: BaseException) -> str:

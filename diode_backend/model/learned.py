@@ -16,14 +16,15 @@ from ..scorer import Prediction
 from .calibration import calibrate, confidence_raw
 from .checkpoint import Checkpoint, ModelLoadError, load_checkpoint
 from .network import FrozenTimingModel
+from .novelty import familiarity, nearest_distance
 
 
 class LearnedScorer:
     """Ranks all candidates of a problem in one batched forward pass of the ensemble.
 
     ``times_us`` is ``exp(mean over members of the predicted log time)``; ``confidence`` is the
-    checkpoint's calibration applied to the members' agreement (see
-    :mod:`diode_backend.model.calibration`). Problems outside ``ops``/``dtypes`` (when given)
+    checkpoint's calibration applied to the members' agreement times the problem's familiarity
+    (see :mod:`diode_backend.model.calibration` and :mod:`diode_backend.model.novelty`). Problems outside ``ops``/``dtypes`` (when given)
     get no scores, so DIODE falls back for them.
     """
 
@@ -72,6 +73,9 @@ class LearnedScorer:
             log_times = self.network(features)  # [E, n], log microseconds
             times = log_times.mean(dim=0).exp()
             raw = confidence_raw(log_times)
+        novelty = self.checkpoint.novelty
+        if novelty is not None:
+            raw *= familiarity(nearest_distance(novelty["support"], problem), novelty["scale"])
         calibration = self.checkpoint.calibration
         confidence = calibrate(calibration, raw) if calibration is not None else raw
         return Prediction(times_us=tuple(times.tolist()), confidence=confidence)
@@ -84,7 +88,8 @@ def learned_identity(sha256: str) -> str:
 
 
 def feature_extractor_for(checkpoint: Checkpoint) -> FeatureExtractor:
-    """The registered extractor for the checkpoint's schema, refusing another version or width."""
+    """The registered extractor for the checkpoint's schema and version (an earlier version the
+    extractor still computes, see ``at_version``), refusing another version or width."""
     path, schema, version = checkpoint.path, checkpoint.feature_schema, checkpoint.feature_version
     extractors = registry.feature_extractors()
     extractor = extractors.get(schema)
@@ -94,6 +99,8 @@ def feature_extractor_for(checkpoint: Checkpoint) -> FeatureExtractor:
             f"{path}: trained on feature schema {schema!r} v{version}, which no installed plugin "
             f"provides (installed: {known}); install the plugin that provides it"
         )
+    if extractor.version != version and hasattr(extractor, "at_version"):
+        extractor = extractor.at_version(version) or extractor
     if extractor.version != version:
         raise ModelLoadError(
             f"{path}: trained on feature schema {schema!r} v{version}, this installation computes "

@@ -2,10 +2,13 @@
 
 What the loop optimises, and why:
 
-- **Split by problem.** A seeded fraction of the training problems is held out whole, in two
-  halves: one drives early stopping, and both fit the confidence calibration. (The first half
-  only chose one epoch by its loss; on the H100 data the second half alone, 63 problems, made the
-  calibration error a draw of the seed: 0.018-0.076 over three seeds, 0.024-0.030 with both.)
+- **Held-out families.** Families named in ``holdout_families`` (:mod:`diode_backend.families`)
+  are left out of everything, so that validating on them measures architectures never seen.
+- **Split by family.** A seeded fraction of the remaining problems is held out in two halves of
+  whole families: one drives early stopping, and both fit the confidence calibration, which then
+  measures what an unseen family looks like to the model. (The first half only chose one epoch
+  by its loss; with the second half alone the calibration error was a draw of the seed.) With
+  fewer than :data:`MIN_FAMILIES_TO_SPLIT` families the halves are drawn by problem instead.
   Rows of one problem never straddle splits.
 - **Loss per problem.** Each step draws problems and, within each, candidates biased towards the
   fast end (the region a top-1 pick lives in). The loss is the mean squared error of the log
@@ -13,7 +16,9 @@ What the loop optimises, and why:
   listwise term, the cross-entropy between ``softmax(-log t / T)`` of the measured and the
   predicted times of the problem's candidates, which rewards ordering the fast candidates right.
 - **Ensemble.** Every member sees its own draw of problems and candidates (bagging), so their
-  disagreement means something; the confidence is calibrated from it on the held-out problems.
+  disagreement means something; the confidence is calibrated from it on the held-out problems,
+  times a factor for the problem's distance to the training problems whose scale is chosen on
+  the same held-out problems (:mod:`diode_backend.model.novelty`).
 - **Reproducible and resumable.** One seed drives initialisation and sampling; after every epoch
   the whole training state (weights, optimiser, sampler, early-stopping record) is written next to
   the output, and ``resume=True`` continues from it to the same result as an uninterrupted run.
@@ -39,17 +44,22 @@ from typing import Any, TextIO
 import torch
 
 from ..dataset import ProblemTimings
+from ..families import family_of, without_families
 from ..features import FeatureExtractor
 from ..files import write_atomic
 from ..problem import HardwareInfo
 from .calibration import TOLERANCE, confidence_raw, fit_calibration
 from .checkpoint import checkpoint_data
 from .network import TimingModel
+from .novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
 
 _STATE_FORMAT = "diode-training-state"
 _STATE_VERSION = 1
 #: The feature a residual model starts from: the analytical scorer's estimate (log2 us).
 _BASE_FEATURE = "log2_analytical_us"
+#: Fewest families for the held-out halves to be drawn by family (one for each half, at least
+#: two left to train on).
+MIN_FAMILIES_TO_SPLIT = 4
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,31 @@ def split_problems(count: int, fraction: float, seed: int) -> tuple[list[int], l
     return sorted(order[held:]), sorted(order[:held:2]), sorted(order[1:held:2])
 
 
+def split_families(families: Sequence[str], fraction: float, seed: int) -> tuple[list[int], list[int], list[int]]:
+    """Seeded split of problem indices into (train, early stopping, calibration only) by whole
+    families (``families[i]`` is problem ``i``'s): families in a seeded order are held out while
+    they fit in ``fraction`` of the problems, the two smallest others when fewer than two fit;
+    the held-out families alternate between the halves. Fewer than :data:`MIN_FAMILIES_TO_SPLIT`
+    families: :func:`split_problems`."""
+    names = sorted(set(families))
+    if len(names) < MIN_FAMILIES_TO_SPLIT:
+        return split_problems(len(families), fraction, seed)
+    sizes = {name: families.count(name) for name in names}
+    generator = torch.Generator().manual_seed(seed)
+    order = [names[i] for i in torch.randperm(len(names), generator=generator).tolist()]
+    budget, held = fraction * len(families), []
+    for name in order:
+        if sum(sizes[h] for h in held) + sizes[name] <= budget:
+            held.append(name)
+    for name in sorted((n for n in order if n not in held), key=sizes.__getitem__)[: max(0, 2 - len(held))]:
+        held.append(name)
+    stop, calibration = set(held[::2]), set(held[1::2])
+    parts: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for index, family in enumerate(families):
+        parts[1 if family in stop else 2 if family in calibration else 0].append(index)
+    return parts
+
+
 def train(
     records: Sequence[ProblemTimings],
     hardware: HardwareInfo,
@@ -161,9 +196,11 @@ def train(
     resume: bool = False,
     progress: TextIO | None = sys.stderr,
     metadata: dict[str, Any] | None = None,
+    holdout_families: Sequence[str] = (),
 ) -> TrainResult:
     """Train on ``records`` (all of them training problems; the held-out part is split off
-    here), write the checkpoint to ``output`` and return what happened.
+    here), less the problems of ``holdout_families``, write the checkpoint to ``output`` and
+    return what happened.
 
     The training state goes to ``<output>.state`` after every epoch (removed once the checkpoint
     is written); with ``resume`` an existing state is continued (it must come from the same data
@@ -173,8 +210,9 @@ def train(
     """
     started = time.monotonic()
     output = Path(output)
-    records = usable(records)
-    train_ids, stop_ids, calibration_ids = split_problems(len(records), options.holdout_fraction, options.seed)
+    records = usable(without_families(records, holdout_families))
+    families = [family_of(record) for record in records]
+    train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
     train_rows, stop_rows, calibration_rows = (
         _Rows.build([records[i] for i in ids], extractor, hardware) for ids in (train_ids, stop_ids, calibration_ids)
     )
@@ -230,13 +268,21 @@ def train(
 
     model.load_state_dict(loop.best_state)
     model.eval()
-    # fitted on both held-out halves (see the module docstring)
+    # fitted on both held-out halves (see the module docstring), as is the novelty's scale
     stop_raw, stop_hits = holdout_confidence(model, stop_rows)
     raw, hits = holdout_confidence(model, calibration_rows)
-    calibration = fit_calibration(stop_raw + raw, stop_hits + hits)
+    raw, hits = stop_raw + raw, stop_hits + hits
+    support = support_of([records[i].problem for i in train_ids])
+    distances = [nearest_distance(support, records[i].problem) for i in stop_ids + calibration_ids]
+    scale = fit_scale(raw, distances, hits)
+    calibration = fit_calibration([r * familiarity(d, scale) for r, d in zip(raw, distances)], hits)
     calibration_problems = len(stop_ids) + len(calibration_ids)
     checkpoint = checkpoint_data(
-        model, feature_schema=extractor.schema, feature_version=extractor.version, calibration=calibration
+        model,
+        feature_schema=extractor.schema,
+        feature_version=extractor.version,
+        calibration=calibration,
+        novelty=novelty_data(support, scale),
     )
     # The loader ignores this; `diode validate` and model manifests read it.
     checkpoint["training"] = {
@@ -246,6 +292,9 @@ def train(
         "train_problems": len(train_ids),
         "stopping_problems": len(stop_ids),
         "calibration_problems": calibration_problems,
+        "holdout_families": sorted(holdout_families),
+        "stopping_families": sorted({families[i] for i in stop_ids}),
+        "calibration_families": sorted({families[i] for i in calibration_ids}),
         "best_epoch": loop.best_epoch,
         "history": loop.history,
         **(metadata or {}),

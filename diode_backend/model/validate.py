@@ -12,9 +12,14 @@ is judged by:
 Scorers: the model, the analytical scorer, and the nearest training problem (its measured times
 of the same configs, scaled by the FLOP ratio). Candidate-list baselines get the same regret
 figures: Inductor's max-autotune DEFAULT list (the best of it, as autotuning would find) and ATen
-alone. The model's confidence gets a reliability table and its expected calibration error. A
-scorer that scores none of a problem's candidates is charged ATen's time, which is what Inductor
-would run.
+alone. The model's confidence gets a reliability table, its expected calibration error and the
+area under the ROC curve of "the confidence predicts a hit" (a hit: the top-1 pick within
+:data:`~diode_backend.model.calibration.TOLERANCE` of the best). A scorer that scores none of a
+problem's candidates is charged ATen's time, which is what Inductor would run.
+
+Every figure is given over all problems and again per workload class
+(:mod:`diode_backend.workload`) and per model family (:mod:`diode_backend.families`): a model
+can be right on average and wrong on a whole kind of GEMM.
 """
 
 from __future__ import annotations
@@ -29,12 +34,15 @@ import torch
 
 from ..analytical import AnalyticalScorer
 from ..dataset import ProblemTimings
+from ..families import family_of
+from ..options import DiodeOptions
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction
-from .calibration import TOLERANCE
+from ..workload import WORKLOAD_CLASSES, workload_class
+from .calibration import TOLERANCE, auroc
 
 REPORT_FORMAT = "diode-validation-report"
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 TOP_K = (1, 5, 10)
 #: The issue's targets: (figure, comparison, bound).
 TARGETS = (
@@ -45,6 +53,8 @@ TARGETS = (
     ("calibration.ece", "<=", 0.05),
 )
 _RELIABILITY_BINS = 10
+#: The confidence at which DIODE, by default, trusts a pick alone.
+TRUSTED = DiodeOptions().diode_confidence_threshold
 
 
 def config_key(config: KernelConfig) -> tuple:
@@ -182,7 +192,13 @@ def reliability(confidences: Sequence[float], hits: Sequence[bool], bins: int = 
         observed = statistics.fmean(float(hits[i]) for i in members)
         table.append({"low": low, "high": high, "count": len(members), "confidence": mean_confidence, "observed": observed})
         ece += len(members) / total * abs(mean_confidence - observed)
-    return {"bins": table, "ece": ece, "mean_confidence": statistics.fmean(confidences), "hit_rate": statistics.fmean(map(float, hits))}
+    return {
+        "bins": table,
+        "ece": ece,
+        "auroc": auroc(confidences, hits),
+        "mean_confidence": statistics.fmean(confidences),
+        "hit_rate": statistics.fmean(map(float, hits)),
+    }
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -240,20 +256,44 @@ def validate(
         if progress is not None:
             progress(done, len(problems))
 
+    def figures(indices: list[int]) -> dict[str, Any]:
+        chosen = [problems[i] for i in indices]
+        block: dict[str, Any] = {
+            "problems": len(chosen),
+            "candidates": sum(len(p.configs) for p in chosen),
+            "scorers": {name: summarize_scorer([result[i] for i in indices]) for name, result in scores.items()},
+            "baselines": {name: {"top1_regret": spread([values[i] for i in indices])} for name, values in subsets.items()},
+        }
+        if coverage:
+            block["baselines"]["inductor_default"]["measured_fraction"] = statistics.fmean(coverage[i] for i in indices)
+        model = [scores["model"][i] for i in indices]
+        confident = [(s.confidence, s.regrets[1] <= 1 + TOLERANCE) for s in model if s.confidence is not None]
+        if confident:
+            block["calibration"] = reliability([c for c, _ in confident], [h for _, h in confident])
+            # what fast_autotune with the default threshold compiles alone, unbenchmarked
+            trusted = [s.regrets[1] for s in model if s.confidence is not None and s.confidence >= TRUSTED]
+            block["calibration"]["trusted"] = {
+                "threshold": TRUSTED,
+                "problems": len(trusted),
+                "top1_regret_worst": max(trusted, default=math.nan),
+            }
+        return block
+
+    def grouped(keys: list[str], order: Sequence[str]) -> dict[str, Any]:
+        return {key: figures([i for i, k in enumerate(keys) if k == key]) for key in order if key in keys}
+
+    classes = [workload_class(p.problem) for p in problems]
+    families = [family_of(p) for p in problems]
     report: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "format_version": REPORT_VERSION,
         "hardware": hardware.key,
-        "problems": len(problems),
-        "candidates": sum(len(p.configs) for p in problems),
-        "scorers": {name: summarize_scorer(result) for name, result in scores.items()},
-        "baselines": {name: {"top1_regret": spread(values)} for name, values in subsets.items()},
+        **figures(list(range(len(problems)))),
+        "by_class": grouped(classes, WORKLOAD_CLASSES),
+        "by_family": grouped(families, sorted(set(families))),
     }
-    if coverage:
-        report["baselines"]["inductor_default"]["measured_fraction"] = statistics.fmean(coverage)
-    confident = [(s.confidence, s.regrets[1] <= 1 + TOLERANCE) for s in scores["model"] if s.confidence is not None]
-    if confident:
-        report["calibration"] = reliability([c for c, _ in confident], [h for _, h in confident])
+    for row, workload, family in zip(rows, classes, families):
+        row["class"], row["family"] = workload, family
     report["targets"] = check_targets(report)
     report["per_problem"] = rows
     return report
