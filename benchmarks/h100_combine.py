@@ -1,10 +1,12 @@
 """Combine the H100 sweep runs into the dataset DIODE trains on.
 
-    python benchmarks/h100_combine.py    # runs/2026-11-23 + runs/2026-11-23-b -> dataset/
+    python benchmarks/h100_combine.py    # runs/2026-11-23, -b and -zoo -> dataset/
 
-Runs 2026-11-23 and 2026-11-23-b timed the 730 planned problems between them (495 and 235;
-all 101 validation problems in the first) with the timer that covers the host's launch time
-(docs/collect.md; run -b with the lighter guard of a lead per pass). Runs a and b of 2026-11-22
+Runs 2026-11-23 and 2026-11-23-b timed the 730 problems of benchmarks/h100_plan.py between them
+(495 and 235; all 101 validation problems in the first) with the timer that covers the host's
+launch time (docs/collect.md; run -b with the lighter guard of a lead per pass). Run
+2026-11-23-zoo timed 1,633 problems of the real-workload zoo (benchmarks/h100_zoo_plan.py; its
+175 validation problems are the held-out families') with the CUDA-graph timer. Runs a and b of 2026-11-22
 used the earlier timer, which floored small kernels at the host's pace; every problem they
 timed is in the two later runs, so they stay in ``runs/`` as a record and are not used. The
 shard's environment records this.
@@ -17,7 +19,7 @@ from pathlib import Path
 from diode_backend.dataset import DatasetMeta, load_dataset, write_shard
 
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
-RUNS = ("2026-11-23", "2026-11-23-b")
+RUNS = ("2026-11-23", "2026-11-23-b", "2026-11-23-zoo")
 
 
 def main() -> None:
