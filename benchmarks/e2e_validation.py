@@ -1,7 +1,7 @@
-"""End-to-end check on the GPU: validation problems compiled by ``torch.compile`` three ways.
+"""End-to-end check on the GPU: validation problems compiled by ``torch.compile`` in every mode.
 
-For each chosen validation problem of a dataset (every candidate measured, so its fastest
-candidate is known), the GEMM is compiled with:
+For each chosen validation problem of a dataset (its candidates measured, so its fastest
+measured candidate is known), the GEMM is compiled with:
 
 - ``no_autotune``: plain ``torch.compile`` (Inductor calls ATen/cuBLAS);
 - ``max_autotune_default``: ``max_autotune`` with Inductor's DEFAULT ATEN+TRITON list, benchmarked;
@@ -13,15 +13,20 @@ candidate is known), the GEMM is compiled with:
 
 Method: one process; each mode first compiles a warm-up GEMM so one-time costs (CUDA context,
 Triton import, compile workers) stay out of the rows; Inductor's caches off
-(``force_disable_caches``) and Triton's cache in a fresh folder, and per problem the modes run
+(``force_disable_caches``) and Triton's cache in a fresh folder, and per problem the modes compile
 in the order above so no mode reuses a Triton kernel another compiled for it (no_autotune
 compiles none; diode_fast compiles one to five before max_autotune_default's twenty). Compile
-time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: the
-compiled function timed exactly as the dataset's candidates were (``diode_backend.collect.timing``:
-CUDA events, L2 flushed before each run, median), more repetitions; ``vs_best`` divides it by
-the dataset's fastest measured candidate. Results are written after every problem; ``--resume``
-continues a file an earlier call wrote (its complete rows kept and their problems skipped; a
-row with a failed mode is measured again), so a run longer than one GPU call is made in several.
+time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: every
+mode's compiled function of a problem timed together, their runs interleaved round robin, as the
+dataset's candidates were (``diode_backend.collect.timing``: CUDA events, L2 flushed before each
+run, median), more repetitions, so that drift of the machine spreads over all modes alike;
+``vs_best`` divides it by the dataset's fastest measured candidate, ``vs_best_mode`` by the
+fastest mode of the row. Results are written after every problem; ``--resume`` continues a file
+an earlier call wrote (its complete rows kept and their problems skipped; a row with a failed
+mode is measured again), so a run longer than one GPU call is made in several. ``--families``
+takes the validation problems of named model families (``held-out``: those of
+``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
+given, and the summary is given per workload class too.
 
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
@@ -55,8 +60,11 @@ import torch  # noqa: E402
 
 import diode_backend  # noqa: E402
 from diode_backend.dataset import ProblemTimings, load_dataset  # noqa: E402
+from diode_backend.families import family_of, parse_families  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
+from diode_backend.workload import workload_class  # noqa: E402
 
+HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
 MODES = {
     "no_autotune": {},
     "diode_fast": {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fast_autotune": True},
@@ -107,9 +115,9 @@ def make_case(problem: GemmProblem):
     return (torch.baddbmm if batched else torch.addmm), (bias, a, b)
 
 
-def measure(fn, args, options: dict, timer) -> dict:
-    """Compile ``fn`` cold under ``options``; its compile time (s), runtime (us, median) and
-    relative error against a float64 reference."""
+def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
+    """Compile ``fn`` cold under ``options``: its compile time (s), relative error against a
+    float64 reference and DIODE's decision, and the compiled function."""
     torch._dynamo.reset()
     diode_backend.reset_stats()
     compiled = torch.compile(fn, options=options)
@@ -120,13 +128,10 @@ def measure(fn, args, options: dict, timer) -> dict:
     compile_s = time.perf_counter() - start
     reference = fn(*[x.double() for x in args])
     error = float((out.double() - reference).norm() / reference.norm().clamp(min=1e-30))
-    runs = timer.time([lambda: compiled(*args)])[0]
     stats = diode_backend.stats()
     decision = stats["recent_decisions"][-1] if stats["recent_decisions"] else None
     return {
         "compile_s": compile_s,
-        "runtime_us": statistics.median(runs),
-        "runs": len(runs),
         "relative_error": error,
         "diode": {
             "single_pick": stats["single_pick"],
@@ -137,7 +142,23 @@ def measure(fn, args, options: dict, timer) -> dict:
         }
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,
-    }
+    }, compiled
+
+
+def measure_row(fn, args, modes: list[str], timer) -> dict[str, dict]:
+    """Every mode of one problem: compiled one after the other, then timed together, their runs
+    interleaved. A mode that fails to compile gets an ``error`` and is not timed."""
+    figures, compiled = {}, {}
+    for mode in modes:
+        try:
+            figures[mode], compiled[mode] = compile_mode(fn, args, MODES[mode])
+        except Exception as err:  # one failing compile must not lose the other modes
+            figures[mode] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
+    timed = list(compiled)
+    samples = timer.time([lambda f=compiled[mode]: f(*args) for mode in timed]) if timed else []
+    for mode, runs in zip(timed, samples):
+        figures[mode].update(runtime_us=statistics.median(runs), runs=len(runs))
+    return figures
 
 
 def set_tf32(problem: GemmProblem) -> None:
@@ -148,23 +169,33 @@ def set_tf32(problem: GemmProblem) -> None:
 
 
 def summarize(rows: list[dict], modes: list[str]) -> dict:
-    """Geometric mean and worst of runtime over the best measured candidate, and compile-time
-    median and total, per mode."""
+    """Per mode: runtime over the best measured candidate and over the row's best mode
+    (geometric mean, 90th percentile, worst), and compile time (median, total); overall and
+    per workload class (``by_class``)."""
+    summary = summarize_rows(rows, modes)
+    classes = sorted({row["workload_class"] for row in rows if "workload_class" in row})
+    if len(classes) > 1:
+        summary["by_class"] = {c: summarize_rows([r for r in rows if r.get("workload_class") == c], modes) for c in classes}
+    return summary
+
+
+def summarize_rows(rows: list[dict], modes: list[str]) -> dict:
     summary = {}
     for mode in modes:
         done = [row["modes"][mode] for row in rows if mode in row["modes"] and "error" not in row["modes"][mode]]
         if not done:
             continue
-        ratios = torch.tensor([r["vs_best"] for r in done], dtype=torch.float64)
         compile_s = [r["compile_s"] for r in done]
-        summary[mode] = {
-            "problems": len(done),
-            "vs_best_geomean": float(ratios.log().mean().exp()),
-            "vs_best_p90": float(torch.quantile(ratios, 0.9)),
-            "vs_best_worst": float(ratios.max()),
-            "compile_s_median": statistics.median(compile_s),
-            "compile_s_total": sum(compile_s),
-        }
+        summary[mode] = {"problems": len(done)}
+        for key in ("vs_best", "vs_best_mode"):
+            ratios = torch.tensor([r[key] for r in done if key in r], dtype=torch.float64)
+            if len(ratios):
+                summary[mode].update({
+                    f"{key}_geomean": float(ratios.log().mean().exp()),
+                    f"{key}_p90": float(torch.quantile(ratios, 0.9)),
+                    f"{key}_worst": float(ratios.max()),
+                })  # fmt: skip
+        summary[mode].update(compile_s_median=statistics.median(compile_s), compile_s_total=sum(compile_s))
         diode = [r["diode"] for r in done if r.get("diode")]
         if diode:
             summary[mode]["single_pick_problems"] = sum(d["single_pick"] > 0 and d["benchmarked_top_k"] == 0 for d in diode)
@@ -176,7 +207,13 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="+", help="dataset(s) with validation problems")
-    parser.add_argument("--problems", type=int, default=32, help="how many validation problems (default 32)")
+    parser.add_argument("--problems", type=int, help="how many validation problems (default 32; all of --families)")
+    parser.add_argument(
+        "--families",
+        default="",
+        help="comma-separated model families whose validation problems to take, or held-out "
+        "(the families of trained_models/data/h100/problems/zoo-holdout.json)",
+    )
     parser.add_argument(
         "--ops",
         default="",
@@ -203,11 +240,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     dataset = load_dataset(args.data)
     ops, dtypes = set(filter(None, args.ops.split(","))), set(filter(None, args.dtypes.split(",")))
+    families = set(parse_families(args.families))
+    if families == {"held-out"}:
+        families = set(json.loads(HOLDOUT.read_text())["families"])
     candidates = [
         p for p in dataset.split("validation")
         if (not ops or p.problem.op in ops) and (not dtypes or p.problem.dtype in dtypes)
+        and (not families or family_of(p) in families)
     ]  # fmt: skip
-    chosen = choose(candidates, args.problems)
+    count = args.problems if args.problems is not None else (len(candidates) if families else 32)
+    chosen = choose(candidates, count)
     timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0))
     result = {
         "benchmark": "e2e_validation",
@@ -231,8 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [item for item in chosen if item.problem.describe() not in done]
     result["summary"] = summarize(result["rows"], modes)
     warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256))
-    for mode in modes:  # one-time costs out of the rows
-        measure(warm_fn, warm_args, MODES[mode], timer)
+    measure_row(warm_fn, warm_args, modes, timer)  # one-time costs out of the rows
     for item in chosen:
         if time.monotonic() - started > args.budget_s:
             result["stopped_early"] = f"budget of {args.budget_s:.0f} s reached"
@@ -240,14 +281,15 @@ def main(argv: list[str] | None = None) -> int:
         problem = item.problem
         set_tf32(problem)
         fn, inputs = make_case(problem)
-        row = {"problem": problem.to_dict(), "describe": problem.describe(), "best_measured_us": item.best_us, "modes": {}}
-        for mode in modes:
-            try:
-                figures = measure(fn, inputs, MODES[mode], timer)
-                figures["vs_best"] = figures["runtime_us"] / item.best_us
-            except Exception as err:  # one failing compile must not lose the other rows
-                figures = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
-            row["modes"][mode] = figures
+        row = {
+            "problem": problem.to_dict(), "describe": problem.describe(), "family": family_of(item),
+            "workload_class": workload_class(problem), "best_measured_us": item.best_us,
+            "modes": measure_row(fn, inputs, modes, timer),
+        }  # fmt: skip
+        timed = [f for f in row["modes"].values() if "runtime_us" in f]
+        for figures in timed:
+            figures["vs_best"] = figures["runtime_us"] / item.best_us
+            figures["vs_best_mode"] = figures["runtime_us"] / min(f["runtime_us"] for f in timed)
         result["rows"].append(row)
         result["summary"] = summarize(result["rows"], modes)
         result["elapsed_s"] = time.monotonic() - started
