@@ -57,19 +57,24 @@ def test_space_equals_inductors_with_shared_memory_pruning_on_this_gpu():
         assert ours == theirs
 
 
+def back_to_back_us(launch, count: int = 200) -> float:
+    """A launch's time in a run of ``count`` queued back to back: its GPU time, the truth."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(10_000_000)  # let the host queue all launches before the GPU starts them
+    start.record()
+    for _ in range(count):
+        launch()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000 / count
+
+
 def test_tiny_kernels_are_timed_at_their_gpu_time_not_the_hosts_pace():
     """Without the guard the first H100 runs timed every few-microsecond kernel at about 25 us
     (the host's time to issue a run): the time a run of back-to-back launches gives is the truth.
     Forty candidates in one pass: the GPU's lead must hold to the pass's last run."""
     x = torch.zeros(1, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(10_000_000)  # let the host queue all launches before the GPU starts them
-    start.record()
-    for _ in range(200):
-        x.add_(1)
-    end.record()
-    end.synchronize()
-    back_to_back = start.elapsed_time(end) * 1000 / 200
+    back_to_back = back_to_back_us(lambda: x.add_(1))
     timed = [Timer.summarize(samples) for samples in Timer().time([lambda: x.add_(1)] * 40)]
     assert max(timed) < back_to_back + 4, (timed, back_to_back)
 
@@ -83,14 +88,7 @@ def side_stream():
 
 def test_graph_timer_times_tiny_kernels_back_to_back_without_a_guard(side_stream):
     x = torch.zeros(1, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(10_000_000)
-    start.record()
-    for _ in range(200):
-        x.add_(1)
-    end.record()
-    end.synchronize()
-    back_to_back = start.elapsed_time(end) * 1000 / 200
+    back_to_back = back_to_back_us(lambda: x.add_(1))
     timer = GraphTimer()
     samples = timer.time([lambda: x.add_(1)] * 40)
     assert timer.fallbacks == 0 and all(len(s) == 11 for s in samples)  # estimate + max_reps
