@@ -1,5 +1,6 @@
 """The analytical scorer's register models, float32 on the FP32 pipes (no TF32) and tensor-core
-tiles, checked against the H100 timings committed in trained_models/data/h100/dataset."""
+tiles, checked against the H100 timings of the generated problems the models were built on
+(runs 2026-11-23 and -b of trained_models/data/h100/runs)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from diode_backend.inductor.configs import candidate_space
 from diode_backend.model.validate import score_problem, spread
 from diode_backend.problem import KIND_ATEN, GemmProblem, KernelConfig
 
-DATASET = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "dataset" / "h100-sweep.msgpack"
+RUNS = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "runs"
+DATASET = [RUNS / "2026-11-23", RUNS / "2026-11-23-b"]
 # Measured on every committed float32 problem: 1.5-3.6x slower than FAST (it spills registers).
 SPILLING = KernelConfig("triton", "triton::mm", 64, 64, 64, 3, 2, 8)
 FAST = KernelConfig("triton", "triton::mm", 64, 64, 32, 3, 4, 8)

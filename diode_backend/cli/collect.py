@@ -83,8 +83,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "--budget-us",
         type=float,
-        default=1500.0,
-        help="GPU microseconds a candidate's timed runs aim for (3 to 10 runs; default 1500)",
+        help="GPU microseconds a candidate's timed runs aim for, 3 to 10 runs (default: the "
+        "method of docs/collect.md)",
+    )
+    sweep.add_argument(
+        "--slow-ratio",
+        type=float,
+        help="a candidate whose first run took over this times the problem's fastest is run once "
+        "more instead (0: every candidate by the budget; default: the method of docs/collect.md)",
     )
     sweep.add_argument(
         "--timer",
@@ -204,7 +210,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name} x{len(devices)}", file=sys.stderr)
     if args.dry_run:
         return 0
-    method = TimingMethod(replay=args.timer, budget_us=args.budget_us)
+    given = {name: getattr(args, name) for name in ("budget_us", "slow_ratio") if getattr(args, name) is not None}
+    method = TimingMethod(replay=args.timer, **given)
     meta = DatasetMeta(hardware, environment(devices[0], timing=method.describe(), devices=devices))
     report = sweep(planned, args.output, meta, devices=devices, method=method, max_seconds=args.max_seconds, retime_every=args.retime_every)
     summary = {"environment": meta.environment, "hardware": hardware.to_dict(), **report.summary()}

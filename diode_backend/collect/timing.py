@@ -8,7 +8,10 @@ every candidate of a problem is timed in one pass without synchronizing in betwe
 1. one estimate run of each candidate (the caller has already run each once, untimed, to load
    the kernel and check its result);
 2. ``round(budget_us / estimate)`` more runs, clamped to ``[min_reps, max_reps]``, issued round
-   robin over the candidates so that clock or thermal drift spreads over all of them;
+   robin over the candidates so that clock or thermal drift spreads over all of them; a
+   candidate whose estimate is over ``slow_ratio`` times the problem's fastest estimate gets
+   ``slow_reps`` runs instead: it is far from a pick, its time matters to a model only within
+   the noise of two runs, and long candidates cost most of a problem's GPU time;
 3. one synchronization; a candidate's time is the median of all its runs.
 
 Events only time a kernel correctly while the GPU has queued work: if the queue runs dry
@@ -63,6 +66,21 @@ class TimingMethod:
     #: "graph": rounds replayed from CUDA graphs (:class:`GraphTimer`); "stream": launched one
     #: by one behind a sleep kernel (:class:`Timer`)
     replay: str = "graph"
+    #: a candidate estimated slower than this times the problem's fastest gets ``slow_reps``
+    #: runs (0: no such rule; the benchmarks that time a few functions accurately use 0)
+    slow_ratio: float = 2.0
+    slow_reps: int = 1
+
+    def reps(self, estimates_us: Sequence[float]) -> list[int]:
+        """How many runs each candidate gets after its estimate run."""
+        fastest = min(estimates_us, default=0.0)
+        counts = []
+        for estimate in estimates_us:
+            if self.slow_ratio and estimate > self.slow_ratio * fastest:
+                counts.append(self.slow_reps)
+            else:
+                counts.append(max(self.min_reps, min(self.max_reps, round(self.budget_us / max(estimate, 1e-3)))))
+        return counts
 
     def describe(self) -> dict[str, Any]:
         issue = (
@@ -76,7 +94,8 @@ class TimingMethod:
             "method": "cuda events around each run, L2 flushed (zeroed buffer of L2 size) before each run, "
             f"{issue}, one untimed warm-up run per candidate, "
             "one estimate run, then round(budget_us/estimate) runs clamped to [min_reps, max_reps] "
-            "round-robin over the problem's candidates; median of all timed runs; fresh random normal "
+            "(slow_reps runs where the estimate exceeds slow_ratio times the problem's fastest, if "
+            "slow_ratio) round-robin over the problem's candidates; median of all timed runs; fresh random normal "
             "inputs per problem; results checked against a float32 reference",
             **asdict(self),
         }
@@ -115,7 +134,7 @@ class Timer:
         try:
             self.host_us = [self._host_time(launch) for launch in launches]
             estimates = self._run([(i, launch, self._guard_cycles(i, 0.0)) for i, launch in enumerate(launches)])
-            reps = [self.reps(samples[0]) for samples in estimates]
+            reps = self.method.reps([samples[0] for samples in estimates])
             schedule = [
                 (i, launches[i], self._guard_cycles(i, estimates[i][0]))
                 for r in range(max(reps))
@@ -132,12 +151,6 @@ class Timer:
     def summarize(samples: Sequence[float]) -> float:
         """The time recorded for a candidate: the median of its runs."""
         return statistics.median(samples)
-
-    def reps(self, estimate_us: float) -> int:
-        """How many runs a candidate gets after its estimate run."""
-        m = self.method
-        wanted = round(m.budget_us / max(estimate_us, 1e-3))
-        return max(m.min_reps, min(m.max_reps, wanted))
 
     def _host_time(self, launch: Callable[[], Any]) -> float:
         """Host microseconds to issue ``launch`` (the better of two tries; runs it twice)."""
@@ -243,7 +256,7 @@ class GraphTimer:
                 return samples
             samples: list[list[float]] = [[] for _ in launches]
             self._replay(first, samples)
-            reps = [self.fallback.reps(s[0]) for s in samples]
+            reps = self.method.reps([s[0] for s in samples])
             graphs = {tuple(everyone): first}
             for r in range(max(reps)):
                 members = tuple(i for i in everyone if reps[i] > r)
