@@ -99,7 +99,8 @@ def test_each_aten_call_is_its_own_column():
 
 
 def test_version_4_is_the_subset_of_columns_it_always_was():
-    """Models trained on v4 (the shipped H100 model) keep loading: v5 only added columns."""
+    """Models trained on v4 keep loading: v5 only added columns. tests/data/gemm-v4-model.pt is
+    the H100 model shipped before v5 (sha256 05ffd14e)."""
     from diode_backend.model.learned import LearnedScorer
 
     v4 = GemmFeatures().at_version(4)
@@ -109,6 +110,6 @@ def test_version_4_is_the_subset_of_columns_it_always_was():
     older = v4.extract(PROBLEM, CONFIGS, H100)
     assert torch.equal(older[:, v4.names.index("log2_analytical_us")], torch.tensor(column(current, "log2_analytical_us")))
     assert GemmFeatures().at_version(3) is None
-    shipped = LearnedScorer.load(Path(__file__).resolve().parents[1] / "trained_models" / "nvidia-h100-gemm" / "model.pt")
-    assert shipped.extractor.version == 4
-    assert all(t > 0 for t in shipped.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us)
+    earlier = LearnedScorer.load(Path(__file__).resolve().parent / "data" / "gemm-v4-model.pt")
+    assert earlier.extractor.version == 4
+    assert all(t > 0 for t in earlier.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us)
