@@ -128,7 +128,7 @@ def test_each_committed_problem_is_listed_once_per_family_with_its_class_and_wit
             arch = tables[entry["model"]]
             assert (entry["generator"], entry["family"], entry["group"]) == (f"zoo:{name}", arch.family, arch.group)
             assert entry["workload_class"] == workload_class(problem)
-            assert zoo.flops(problem) <= zoo.MAX_FLOPS
+            assert problem.flops <= zoo.MAX_FLOPS
 
 
 def test_load_filters_families_and_refuses_unknown_ones():

@@ -44,11 +44,6 @@ class ZooUnavailable(RuntimeError):
     """transformers, timm or diffusers is missing: the zoo cannot be traced."""
 
 
-def flops(problem: GemmProblem) -> int:
-    """Floating-point operations of one ``problem``: 2 x batch x M x N x K."""
-    return 2 * problem.batch * problem.m * problem.n * problem.k
-
-
 def family_names() -> list[str]:
     """Every family of the zoo, in table order."""
     return list(dict.fromkeys(arch.family for arch in ARCHITECTURES))
@@ -72,7 +67,7 @@ def trace_family(family: str) -> list[dict]:
                 heads = arch.config.get("num_attention_heads")
                 problems += [p for degree in arch.tp for p in tensor_parallel(traced, degree, heads)]
             for problem in problems:
-                if flops(problem) <= MAX_FLOPS and problem not in entries:
+                if problem.flops <= MAX_FLOPS and problem not in entries:
                     entries[problem] = {
                         **problem.to_dict(), "generator": f"zoo:{family}", "family": family, "model": arch.model,
                         "group": arch.group, "workload_class": workload_class(problem),
