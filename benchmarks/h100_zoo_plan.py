@@ -15,7 +15,7 @@ early-stopped on.
 ``zoo-validation.json``: up to :data:`VALIDATION_PER_FAMILY` problems of each held-out family,
 drawn evenly over its workload classes, timed on the stratified quarter plus Inductor's DEFAULT
 configs (``sample/4+default``): the whole EXHAUSTIVE space of so many kinds of problem would
-need some 27,000 kernels compiled, the quarter a quarter of that, and DEFAULT's pick is measured.
+need about four times the kernels compiled, and DEFAULT's pick is measured all the same.
 ``zoo-train.json``: every problem of the other families, on the stratified quarter, in the order
 that needs the fewest new kernels before each next problem can be timed (ties: the family timed
 least so far), so a collection cut short by time has compiled little it did not time.
