@@ -1,9 +1,9 @@
 """How unlike its training problems a GEMM is, as a factor of the confidence.
 
 An ensemble's members share the bias of their common training data, so on a kind of problem none
-of them saw they can agree and be wrong together (issue 12: cuBLAS picked at 1.5-3.5x the best
-with confidence 0.84-0.93). So the confidence also looks at the problem itself: its distance to
-the nearest training problem in a space of log2 sizes and kind (:func:`problem_descriptor`),
+of them saw they can agree and be wrong together. So the confidence also looks at the problem
+itself: its distance to the nearest training problem in a space of log2 sizes and kind
+(:func:`problem_descriptor`),
 turned into a factor ``familiarity = exp(-distance / scale)`` of the raw score. The training
 problems' descriptors and the scale are stored in the checkpoint under ``"novelty"``::
 
