@@ -3,9 +3,9 @@
 An ensemble's members share the bias of their common training data, so on a kind of problem none
 of them saw they can agree and be wrong together. So the confidence also looks at the problem
 itself: its distance to the nearest training problem in a space of log2 sizes and kind
-(:func:`problem_descriptor`),
-turned into a factor ``familiarity = exp(-distance / scale)`` of the raw score. The training
-problems' descriptors and the scale are stored in the checkpoint under ``"novelty"``::
+(:func:`problem_descriptor`), turned into a factor ``familiarity = exp(-distance / scale)`` of
+the raw score. The training problems' descriptors and the scale are stored in the checkpoint
+under ``"novelty"``::
 
     {"version": 1, "support": float32 tensor [P, D], "scale": float}
 
