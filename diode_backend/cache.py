@@ -12,7 +12,8 @@ Guarantees (see ``docs/cache.md``):
 - Writes go to a temporary file in the entry's folder, then ``os.replace``: a reader sees a whole
   entry or none. Concurrent writers of one key write the same bytes; the last rename wins.
 - An unreadable, truncated, foreign or wrong-version entry is a miss, and the ranking computed
-  after it overwrites it.
+  after it overwrites it; so is anything but a regular file (a FIFO, a link to a device) or an
+  entry over :data:`MAX_ENTRY_BYTES`, which is never read past the cap.
 - The cache is bounded (entries and bytes, soft limits checked on a sample of writes); the
   least recently used entries go first (a hit refreshes its file's mtime).
 - Folders are created ``0o700`` and files ``0o600``: only their owner can read them.
@@ -40,6 +41,7 @@ from typing import Any
 import msgpack
 
 from . import __version__, counters
+from .files import RefusedFile, read_regular_file
 from .problem import GemmProblem, HardwareInfo, KernelConfig
 from .scorer import GemmScorer
 from .select import Ranking, rank_candidates
@@ -53,6 +55,8 @@ MAX_ENTRIES_ENV = "DIODE_CACHE_MAX_ENTRIES"
 MAX_BYTES_ENV = "DIODE_CACHE_MAX_BYTES"
 DEFAULT_MAX_ENTRIES = 20_000
 DEFAULT_MAX_BYTES = 256 * 2**20
+#: No entry is near this (2,000 candidates take 48 KiB); bigger is damage, not worth reading.
+MAX_ENTRY_BYTES = 16 * 2**20
 #: Writes between eviction checks, on average (each write checks with probability 1/this).
 EVICTION_SAMPLE = 64
 _SUFFIX = ".msgpack"
@@ -98,9 +102,12 @@ class PredictionCache:
         ``candidates`` candidates). A hit refreshes the entry's mtime for eviction."""
         path = self.path_of(key)
         try:
-            data = path.read_bytes()
+            # DIODE writes entries as regular files: a link, FIFO or device there is damage
+            data = read_regular_file(path, MAX_ENTRY_BYTES, follow_links=False)
         except FileNotFoundError:
             return None
+        except RefusedFile:
+            data = b""
         ranking = decode_entry(data, key, candidates)
         if ranking is None:
             counters.record_counter("prediction_cache_corrupt")
