@@ -13,6 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from diode_backend.model.checkpoint import ModelLoadError
+from diode_backend.model.manifest import read_manifest
+
+from model_files import write_model_folder
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # A second ranking of one GEMM with the cache entry replaced by something hostile; prints the
@@ -70,3 +75,69 @@ def test_hostile_cache_entry_is_a_counted_miss_and_is_repaired(tmp_path, hostile
     assert counters["prediction_cache_corrupt"] == 1 and counters["prediction_cache_misses"] == 2
     assert "prediction_cache_errors" not in counters
     assert result["repaired"]
+
+
+def _make_hostile(path: Path, hostile: str) -> None:
+    path.unlink(missing_ok=True)
+    if hostile == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+
+
+def _last_line_of(code: str, *args: str) -> str:
+    """Run ``code`` in a fresh Python (60 s and 6 GiB at most) and return the last line it
+    printed; a hang fails the test instead of the test run."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code), *args],
+            env=env, capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{code.strip().splitlines()[0]} ... hung")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()[-1]
+
+
+_READ = """
+    import sys
+    from diode_backend.dataset import load_dataset
+    from diode_backend.model.checkpoint import load_checkpoint
+    from diode_backend.model.manifest import read_manifest
+    try:
+        {"manifest": read_manifest, "model": load_checkpoint, "shard": load_dataset}[sys.argv[1]](sys.argv[2])
+        print("read")
+    except Exception as err:
+        print(f"{type(err).__name__}: {err}")
+"""
+
+
+@pytest.mark.parametrize("hostile", ["fifo", "link_to_dev_zero"])
+@pytest.mark.parametrize("what", ["manifest", "model", "shard"])
+def test_hostile_model_manifest_or_shard_is_a_clear_error_never_a_hang(tmp_path, what, hostile):
+    """Issue 16 failure 1 for the other files DIODE reads: a FIFO or a device where a manifest,
+    a model file or a dataset shard should be is refused at once, naming the file."""
+    folder = write_model_folder(tmp_path / "m", "x")
+    path = {"manifest": folder / "manifest.json", "model": folder / "model.pt", "shard": tmp_path / "part-000.msgpack"}[what]
+    _make_hostile(path, hostile)
+    outcome = _last_line_of(_READ, what, str(path if what != "shard" else tmp_path))
+    error = "DatasetError" if what == "shard" else "ModelLoadError"
+    assert outcome.startswith(f"{error}: {path}: not a regular file"), outcome
+
+
+@pytest.mark.parametrize("name", ["/dev/zero", "../other/model.pt", "sub/../../model.pt", ""])
+def test_manifest_file_must_stay_in_its_folder(tmp_path, name):
+    """Issue 16 failure 1: a manifest whose ``file`` is /dev/zero grew memory without limit."""
+    folder = write_model_folder(tmp_path / "m", "x")
+    data = json.loads((folder / "manifest.json").read_text())
+    data["file"] = name
+    (folder / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(ModelLoadError, match="must name a file in the manifest's own folder") as error:
+        read_manifest(folder)
+    assert str(folder / "manifest.json") in str(error.value)
+
+
+def test_model_file_in_a_subfolder_of_its_manifest_is_fine(tmp_path):
+    folder = write_model_folder(tmp_path / "m", "x", file="weights/model.pt")
+    assert read_manifest(folder).file == "weights/model.pt"
