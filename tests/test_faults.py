@@ -3,7 +3,9 @@ plugin classes. Each test reproduces one failure the issue lists and fails witho
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import resource
 import subprocess
@@ -13,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+import diode_backend
+from diode_backend import hookimpl, plugins, registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.manifest import read_manifest
+from diode_backend.scorer import Prediction, ScorerEntry
 
 from model_files import write_model_folder
 
@@ -105,6 +110,7 @@ _READ = """
     from diode_backend.dataset import load_dataset
     from diode_backend.model.checkpoint import load_checkpoint
     from diode_backend.model.manifest import read_manifest
+from diode_backend.scorer import Prediction, ScorerEntry
     try:
         {"manifest": read_manifest, "model": load_checkpoint, "shard": load_dataset}[sys.argv[1]](sys.argv[2])
         print("read")
@@ -141,3 +147,139 @@ def test_manifest_file_must_stay_in_its_folder(tmp_path, name):
 def test_model_file_in_a_subfolder_of_its_manifest_is_fine(tmp_path):
     folder = write_model_folder(tmp_path / "m", "x", file="weights/model.pt")
     assert read_manifest(folder).file == "weights/model.pt"
+
+
+# -- plugins (issue 16, failures 2 and 3) ---------------------------------------------------------
+
+
+class _Named:
+    """A scorer that predicts the first candidate fastest."""
+
+    name = identity = "fault-test-named"
+
+    def predict(self, problem, configs, hardware):
+        return Prediction(tuple(float(i + 1) for i in range(len(configs))), 0.9)
+
+
+class _NamedScorerPlugin:
+    @hookimpl
+    def diode_register_scorers(self, register):
+        register(ScorerEntry(_Named.name, _Named, lambda hw: False, identity=_Named.identity))
+
+
+def _raise(error: BaseException):
+    def fail(*args, **kwargs):
+        raise error
+
+    return fail
+
+
+@contextlib.contextmanager
+def _registered(**named_plugins):
+    pm = plugins.get_plugin_manager()
+    for name, plugin in named_plugins.items():
+        pm.register(plugin, name=name)
+    try:
+        yield
+    finally:
+        for plugin in named_plugins.values():
+            pm.unregister(plugin)
+
+
+@pytest.mark.parametrize("error", [RuntimeError("registration exploded"), SystemExit(3)], ids=["RuntimeError", "SystemExit"])
+def test_a_plugin_whose_scorer_registration_fails_hides_no_other_model(error, caplog):
+    """Failure 3: a raising diode_register_scorers disabled the shipped and the named models too."""
+
+    class Broken:
+        diode_register_scorers = hookimpl(_raise(error))
+
+    h100 = registry.resolve_hardware("h100")
+    broken = f"broken_{type(error).__name__}"  # warnings are once per process: a name per case
+    with _registered(**{broken: Broken()}, named_plugin=_NamedScorerPlugin()):
+        with caplog.at_level(logging.WARNING, logger="diode_backend"):
+            assert registry.pick_entry(h100).name == "nvidia-h100-gemm"  # the shipped model
+            assert registry.pick_entry(h100, _Named.name).name == _Named.name
+            assert "analytical" in registry.list_available_models()
+    warnings = [r.getMessage() for r in caplog.records if repr(broken) in r.getMessage()]
+    assert len(warnings) == 1 and "diode_register_scorers" in warnings[0]
+    assert diode_backend.stats()["counters"]["plugin_errors"] == 1
+
+
+@pytest.mark.parametrize("error", [RuntimeError("applies_to exploded"), SystemExit(3)], ids=["RuntimeError", "SystemExit"])
+def test_a_scorer_whose_applies_to_fails_is_skipped_alone(error, caplog):
+    """Failure 3: a raising applies_to disabled every model; SystemExit ended the process."""
+
+    class BadCheck:
+        @hookimpl
+        def diode_register_scorers(self, register):
+            register(ScorerEntry(bad, _Named, _raise(error), priority=100, identity=bad))
+
+    bad = f"bad-check-{type(error).__name__}"  # warnings are once per process: a name per case
+    h100 = registry.resolve_hardware("h100")
+    with _registered(bad_check_plugin=BadCheck(), named_plugin=_NamedScorerPlugin()):
+        with caplog.at_level(logging.WARNING, logger="diode_backend"):
+            for _ in range(2):
+                assert registry.pick_entry(h100).name == "nvidia-h100-gemm"
+            assert registry.pick_entry(h100, _Named.name).name == _Named.name
+            assert registry.pick_entry(h100, bad).name == bad  # chosen by name: applies_to is not asked
+    assert len([r for r in caplog.records if repr(bad) in r.getMessage()]) == 1
+
+
+_EXITING_IMPORT = """
+    import logging, sys
+    logging.basicConfig(level=logging.WARNING)
+    from diode_backend import registry
+    print(sorted(registry.scorer_entries()))
+"""
+
+
+def test_a_plugin_that_exits_on_import_is_skipped_with_one_line(tmp_path):
+    """Failure 2: sys.exit() in a plugin's import ended the process (here a real entry point)."""
+    site = tmp_path / "site"
+    (site / "exiting_plugin-0.1.dist-info").mkdir(parents=True)
+    (site / "exiting_plugin.py").write_text("import sys\nsys.exit(4)\n")
+    (site / "exiting_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: exiting-plugin\nVersion: 0.1\n")
+    (site / "exiting_plugin-0.1.dist-info" / "entry_points.txt").write_text("[diode]\nexiting = exiting_plugin\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXITING_IMPORT)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "'analytical'" in done.stdout and "'nvidia-h100-gemm'" in done.stdout
+    assert "diode plugin exiting failed to load and is skipped: SystemExit: 4" in done.stderr
+
+
+_EXITING_SCORER = """
+    import json, sys, torch
+    from torch._inductor import config
+    import diode_backend
+    from diode_backend import hookimpl, plugins
+    from diode_backend.scorer import ScorerEntry
+
+    class Exiting:
+        name = identity = "exiting"
+        def predict(self, problem, configs, hardware):
+            sys.exit(3)
+
+    class Plugin:
+        @hookimpl
+        def diode_register_scorers(self, register):
+            register(ScorerEntry("exiting", Exiting, lambda hw: False, identity="exiting"))
+
+    plugins.get_plugin_manager().register(Plugin(), name="exiting_scorer")
+    def f(x, w):
+        return x @ w
+    x, w = torch.randn(8, 64), torch.randn(64, 32)
+    with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", fx_graph_cache=False,
+                      diode_model="exiting"):
+        out = torch.compile(f)(x, w)
+    torch.testing.assert_close(out, f(x, w))
+    print(json.dumps(diode_backend.stats()["errors"]))
+"""
+
+
+def test_a_scorer_that_exits_inside_torch_compile_falls_back(tmp_path):
+    """Failure 2: sys.exit() in a scorer's predict ended the process running torch.compile."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DIODE_CACHE_DIR": str(tmp_path / "cache"),
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXITING_SCORER)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"ranking:SystemExit": 1}

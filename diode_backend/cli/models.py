@@ -78,7 +78,7 @@ def _row(entry: Any, hardware: Any, picked: Any, sources: dict[str, str], check:
     row: dict[str, Any] = {
         "name": entry.name,
         "source": getattr(entry, "source", "") or sources.get(entry.name, "registered"),
-        "applies": bool(entry.applies_to(hardware)),
+        "applies": bool(registry.entry_applies(entry, hardware)),
         "picked": picked is not None and picked.name == entry.name,
         "priority": entry.priority,
         "description": entry.description,
