@@ -110,7 +110,6 @@ _READ = """
     from diode_backend.dataset import load_dataset
     from diode_backend.model.checkpoint import load_checkpoint
     from diode_backend.model.manifest import read_manifest
-from diode_backend.scorer import Prediction, ScorerEntry
     try:
         {"manifest": read_manifest, "model": load_checkpoint, "shard": load_dataset}[sys.argv[1]](sys.argv[2])
         print("read")
