@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -16,9 +18,10 @@ from pathlib import Path
 import pytest
 
 import diode_backend
-from diode_backend import hookimpl, plugins, registry
+from diode_backend import cache, hookimpl, plugins, registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.manifest import read_manifest
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction, ScorerEntry
 
 from model_files import write_model_folder
@@ -282,3 +285,55 @@ def test_a_scorer_that_exits_inside_torch_compile_falls_back(tmp_path):
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXITING_SCORER)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == {"ranking:SystemExit": 1}
+
+
+# -- values read back (issue 16, failure 6) -----------------------------------------------------
+
+
+class _Answers:
+    """A scorer that answers what it was given (times for two candidates, a confidence)."""
+
+    def __init__(self, times, confidence):
+        self.times, self.confidence = times, confidence
+        self.name = self.identity = f"answers-{times}-{confidence}"
+        self.calls = 0
+
+    def predict(self, problem, configs, hardware):
+        self.calls += 1
+        return Prediction(self.times, self.confidence)
+
+
+_MM = GemmProblem("mm", 64, 64, 64)
+_TWO = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)]
+_H100 = HardwareInfo("NVIDIA H100", "nvidia")
+
+
+@pytest.mark.parametrize(
+    "times, confidence, message",
+    [
+        ((1.0, 2.0), 5.0, "confidence 5.0"),
+        ((1.0, 2.0), math.nan, "confidence nan"),
+        ((-1.0, 2.0), 0.5, "predicted -1.0 us"),
+        ((0.0, 2.0), 0.5, "predicted 0.0 us"),
+        ((-math.inf, 2.0), 0.5, "predicted -inf us"),
+    ],
+)
+def test_an_out_of_range_prediction_decides_nothing_and_is_not_cached(times, confidence, message):
+    """Failure 6: a plugin's confidence of 5.0 decided the kernel, then its entry was refused as
+    corrupt on every later run."""
+    scorer = _Answers(times, confidence)
+    for _ in range(2):
+        with pytest.raises(ValueError, match=f"scorer {re.escape(repr(scorer.name))}.*{re.escape(message)}"):
+            cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    assert "prediction_cache_corrupt" not in diode_backend.stats()["counters"]
+    assert not list(cache.default_cache().directory.rglob("*.msgpack"))
+
+
+def test_a_whole_number_confidence_is_cached_and_served(isolated_caches):
+    """Failure 6: a confidence of 1 (an int) was used, then refused as corrupt on every read."""
+    scorer = _Answers((2.0, math.inf), 1)
+    first = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    second = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    assert scorer.calls == 1 and first == second and second.confidence == 1.0
+    counts = diode_backend.stats()["counters"]
+    assert counts["prediction_cache_hits"] == 1 and "prediction_cache_corrupt" not in counts
