@@ -33,12 +33,15 @@ def _memoized(key: tuple, compute):
 
 
 def clear() -> None:
-    """Forget memoized hardware, entries and loaded scorers, and what :func:`register_model`
-    registered."""
+    """Forget memoized hardware, entries and loaded scorers, broken manifests found, and what
+    :func:`register_model` registered."""
+    from .model.entries import forget_broken_manifests
+
     with _lock:
         _memo.clear()
         _registered.clear()
         _preferred.clear()
+    forget_broken_manifests()  # found by the scans whose memoized results were just dropped
 
 
 def detect_hardware(device: str) -> HardwareInfo | None:
@@ -177,6 +180,12 @@ def _named_entry(requested: str) -> ScorerEntry:
             return _memoized(("path_entry", os.path.abspath(os.path.expanduser(requested))), lambda: path_entry(requested))
         except ModelLoadError as err:
             raise DiodeOptionError(f"diode_model={requested!r}: {err}") from err
+    from .model.entries import broken_manifests
+
+    # a model whose manifest is broken is skipped, so it looks unknown: say what is wrong instead
+    broken = [error for folder, error in broken_manifests().items() if folder.name == requested]
+    if broken:
+        raise DiodeOptionError(f"diode_model={requested!r} cannot be used: {broken[0]}")
     known = ", ".join(sorted(entries)) or "none"
     raise DiodeOptionError(
         f"diode_model={requested!r}: no such model. Registered models: {known} "

@@ -21,6 +21,7 @@ import diode_backend
 from diode_backend import cache, hookimpl, plugins, registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.manifest import read_manifest
+from diode_backend.options import DiodeOptionError
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction, ScorerEntry
 
@@ -337,3 +338,38 @@ def test_a_whole_number_confidence_is_cached_and_served(isolated_caches):
     assert scorer.calls == 1 and first == second and second.confidence == 1.0
     counts = diode_backend.stats()["counters"]
     assert counts["prediction_cache_hits"] == 1 and "prediction_cache_corrupt" not in counts
+
+
+# -- broken manifests (issue 16, failure 6) -----------------------------------------------------
+
+
+@pytest.fixture
+def models_with_a_broken_one(tmp_path, monkeypatch):
+    """A DIODE_MODELS_PATH with a good model and ``acme``, whose manifest lost its checksum."""
+    folder = tmp_path / "models"
+    write_model_folder(folder / "good", "good-h100")
+    broken = write_model_folder(folder / "acme", "acme")
+    data = json.loads((broken / "manifest.json").read_text())
+    del data["sha256"]
+    (broken / "manifest.json").write_text(json.dumps(data))
+    monkeypatch.setenv("DIODE_MODELS_PATH", str(folder))
+    return broken / "manifest.json"
+
+
+def test_models_check_fails_on_a_broken_manifest(capsys, models_with_a_broken_one):
+    """Failure 6: `diode models --check` exited 0 while a manifest was broken."""
+    from diode_backend.cli import main
+
+    for json_flag in ([], ["--json"]):
+        assert main(["models", "--hardware", "h100", "--check", *json_flag]) == 1
+        out = capsys.readouterr().out
+        assert str(models_with_a_broken_one) in out and "missing 'sha256'" in out
+    assert main(["models", "--hardware", "h100"]) == 0  # listing is not checking
+
+
+def test_naming_a_model_whose_manifest_is_broken_says_what_is_wrong(models_with_a_broken_one):
+    """Failure 6: naming it said "no such model" instead of pointing at the manifest."""
+    with pytest.raises(DiodeOptionError, match="missing 'sha256'") as error:
+        registry.pick_entry(registry.resolve_hardware("h100"), "acme")
+    assert str(models_with_a_broken_one) in str(error.value)
+    assert registry.pick_entry(registry.resolve_hardware("h100"), "good-h100").name == "good-h100"
