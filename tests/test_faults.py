@@ -104,7 +104,7 @@ def _last_line_of(code: str, *args: str) -> str:
             env=env, capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{code.strip().splitlines()[0]} ... hung")
+        pytest.fail(f"reading {args} hung")
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()[-1]
 
