@@ -11,8 +11,10 @@ Guarantees (see ``docs/cache.md``):
   layouts, bias, TF32) and the ordered candidate list.
 - Writes go to a temporary file in the entry's folder, then ``os.replace``: a reader sees a whole
   entry or none. Concurrent writers of one key write the same bytes; the last rename wins.
-- An unreadable, truncated, foreign or wrong-version entry is a miss, and the ranking computed
-  after it overwrites it.
+- An unreadable, truncated, foreign or wrong-version entry is a miss, as is one whose times are
+  out of range or whose order is not the one its times give, and the ranking computed
+  after it overwrites it; so is anything but a regular file (a FIFO, a link to a device) or an
+  entry over :data:`MAX_ENTRY_BYTES`, which is never read past the cap.
 - The cache is bounded (entries and bytes, soft limits checked on a sample of writes); the
   least recently used entries go first (a hit refreshes its file's mtime).
 - Folders are created ``0o700`` and files ``0o600``: only their owner can read them.
@@ -40,6 +42,7 @@ from typing import Any
 import msgpack
 
 from . import __version__, counters
+from .files import RefusedFile, read_regular_file
 from .problem import GemmProblem, HardwareInfo, KernelConfig
 from .scorer import GemmScorer
 from .select import Ranking, rank_candidates
@@ -53,6 +56,8 @@ MAX_ENTRIES_ENV = "DIODE_CACHE_MAX_ENTRIES"
 MAX_BYTES_ENV = "DIODE_CACHE_MAX_BYTES"
 DEFAULT_MAX_ENTRIES = 20_000
 DEFAULT_MAX_BYTES = 256 * 2**20
+#: No entry is near this (2,000 candidates take 48 KiB); bigger is damage, not worth reading.
+MAX_ENTRY_BYTES = 16 * 2**20
 #: Writes between eviction checks, on average (each write checks with probability 1/this).
 EVICTION_SAMPLE = 64
 _SUFFIX = ".msgpack"
@@ -98,9 +103,12 @@ class PredictionCache:
         ``candidates`` candidates). A hit refreshes the entry's mtime for eviction."""
         path = self.path_of(key)
         try:
-            data = path.read_bytes()
+            # DIODE writes entries as regular files: a link, FIFO or device there is damage
+            data = read_regular_file(path, MAX_ENTRY_BYTES, follow_links=False)
         except FileNotFoundError:
             return None
+        except RefusedFile:
+            data = b""
         ranking = decode_entry(data, key, candidates)
         if ranking is None:
             counters.record_counter("prediction_cache_corrupt")
@@ -229,13 +237,13 @@ def decode_entry(data: bytes, key: str, candidates: int) -> Ranking | None:
             return None
         if entry.get("candidates") != candidates:
             return None
-        order = _unpack("q", entry["order"])
-        unscored = _unpack("q", entry["unscored"])
+        order_column = _unpack("q", entry["order"])
+        unscored_column = _unpack("q", entry["unscored"])
         times = _unpack("d", entry["times_us"])
         confidence = entry.get("confidence")
     except Exception:  # truncated or garbage: msgpack and array raise several types
         return None
-    order, unscored = tuple(order), tuple(unscored)
+    order, unscored = tuple(order_column), tuple(unscored_column)
     indices = set(order)
     indices.update(unscored)
     # order + unscored must be a permutation of the candidates, else the entry is damaged
@@ -245,7 +253,36 @@ def decode_entry(data: bytes, key: str, candidates: int) -> Ranking | None:
         return None
     if confidence is not None and not (isinstance(confidence, float) and 0.0 <= confidence <= 1.0):
         return None
+    # a NaN among the scored, a negative time or a reordered ranking would otherwise be served
+    # on every compile and never repaired
+    if not _ordered_by_times(times, order_column, unscored_column):
+        return None
     return Ranking(order, unscored, tuple(times), confidence)
+
+
+def _ordered_by_times(times: array.array, order: array.array, unscored: array.array) -> bool:
+    """Whether ``order``/``unscored`` (a permutation of the candidates) is exactly what
+    :meth:`Ranking.of` gives for ``times``, and every time is positive (``inf``: cannot launch)
+    or NaN (unscored). Vectorized on the decoded columns: re-sorting would triple a hit's cost."""
+    import torch
+
+    if not times:
+        return True
+    t = torch.frombuffer(times, dtype=torch.float64)
+    if not bool(((t > 0) | t.isnan()).all()):
+        return False
+    unscored_at = torch.frombuffer(unscored, dtype=torch.int64) if unscored else torch.empty(0, dtype=torch.int64)
+    if not bool(t[unscored_at].isnan().all()) or not bool((unscored_at[1:] > unscored_at[:-1]).all()):
+        return False
+    if not order:
+        return True
+    o = torch.frombuffer(order, dtype=torch.int64)
+    scored = t[o]
+    if bool(scored.isnan().any()):
+        return False
+    # fastest first; a tie keeps the input order (the stable sort Ranking.of uses)
+    steps = (scored[1:] > scored[:-1]) | ((scored[1:] == scored[:-1]) & (o[1:] > o[:-1]))
+    return bool(steps.all())
 
 
 @functools.lru_cache(maxsize=64)

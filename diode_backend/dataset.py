@@ -30,13 +30,15 @@ from typing import Any
 
 import msgpack
 
-from .files import write_atomic
+from .files import RefusedFile, read_regular_file, write_atomic
 from .problem import GemmProblem, HardwareInfo, KernelConfig
 
 FORMAT = "diode-gemm-timings"
 VERSION = 1
 SPLITS = ("train", "validation")
 SHARD_SUFFIX = ".msgpack"
+#: A shard of a whole collection run is a few MiB; the cap only stops a device or a runaway file.
+MAX_SHARD_BYTES = 2**30
 
 _PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(GemmProblem))
 _CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(KernelConfig))
@@ -230,7 +232,11 @@ def read_shard(path: str | os.PathLike) -> tuple[DatasetMeta, list[ProblemTiming
     """Decode one shard; a file of another format or version raises :class:`DatasetError`."""
     path = Path(path)
     try:
-        payload = msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
+        data = read_regular_file(path, MAX_SHARD_BYTES)
+    except RefusedFile as err:
+        raise DatasetError(str(err)) from err
+    try:
+        payload = msgpack.unpackb(data, raw=False, strict_map_key=False)
     except (msgpack.UnpackException, ValueError) as err:
         raise DatasetError(f"{path}: not a msgpack dataset shard ({err})") from err
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:

@@ -1,8 +1,10 @@
-"""Writing a file so that a reader never sees half of it."""
+"""Files DIODE writes so that a reader never sees half of one, and reads without trusting them
+(a FIFO, a device or a huge file must not hang or exhaust a compile)."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -25,3 +27,61 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -
         Path(temp).unlink(missing_ok=True)
         raise
     return path
+
+
+class RefusedFile(OSError):
+    """A path DIODE will not read: not a regular file (a FIFO, a device, a link it must not
+    follow) or larger than the cap its reader sets. The message names the file and the fix."""
+
+
+def read_regular_file(path: str | os.PathLike[str], max_bytes: int, follow_links: bool = True) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes`` bytes.
+
+    Opened non-blocking (a FIFO would block ``open`` itself) and checked with ``fstat`` on the
+    open descriptor, so what is checked is what is read; with ``follow_links=False`` a symbolic
+    link is refused too. Reads at most ``max_bytes + 1`` bytes: a file that grows while read
+    still cannot take unbounded memory.
+
+    :raises FileNotFoundError: nothing at ``path``.
+    :raises RefusedFile: not a regular file, or larger than ``max_bytes``.
+    :raises OSError: any other failure to read it.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if not follow_links and os.path.islink(path):  # O_NOFOLLOW's ELOOP
+            raise RefusedFile(f"{path}: a symbolic link where DIODE expects a regular file; delete it") from err
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedFile(
+                f"{path}: not a regular file ({_file_kind(info.st_mode)}); DIODE reads only regular "
+                "files: replace it with the file it should be, or delete it"
+            )
+        if info.st_size > max_bytes:
+            raise RefusedFile(f"{path}: {info.st_size} bytes, more than the {max_bytes} DIODE reads from such a file")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            raise RefusedFile(f"{path}: grew past the {max_bytes} bytes DIODE reads from such a file")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a folder")):  # fmt: skip
+        if test(mode):
+            return kind
+    return "not a plain file"

@@ -11,9 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import pluggy
 
-from . import hookspecs
+from . import counters, hookspecs
 
 log = logging.getLogger("diode_backend.plugins")
 
@@ -24,6 +27,7 @@ BUILTIN_PLUGINS = ("diode_backend.builtin",)
 _lock = threading.Lock()
 _manager: pluggy.PluginManager | None = None
 _distributions: dict[str, str] = {}  # plugin name -> "project version"
+T = TypeVar("T")
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -66,21 +70,76 @@ def _load_entry_points(pm: pluggy.PluginManager) -> list[tuple[str, str]]:
             pm.register(ep.load(), name=ep.name)
             if ep.dist is not None:
                 _distributions[ep.name] = f"{ep.dist.name} {ep.dist.version}"
-        except Exception as err:  # a broken third-party plugin must not break torch.compile
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:  # SystemExit too: a plugin's import must not end torch.compile
             failures.append((ep.name, f"{type(err).__name__}: {err}"))
     return failures
 
 
 def hook() -> pluggy.HookRelay:
-    """The hook relay, e.g. ``hook().diode_detect_hardware(device="cuda:0")``."""
+    """The hook relay, e.g. ``hook().diode_detect_hardware(device="cuda:0")``. Calls through it
+    are not isolated: DIODE itself calls hooks through :func:`call_hook`."""
     return get_plugin_manager().hook
 
 
+def call_hook(hook_name: str, call: Callable[[Any], T]) -> T:
+    """``call(hook_caller)`` with each third-party plugin's failure contained to that plugin.
+
+    When a plugin's implementation raises anything but ``KeyboardInterrupt`` (``SystemExit``
+    included), the plugin is named in one warning per hook, counted (``plugin_errors``) and
+    ``call`` runs again on a caller without it, so the other plugins and the built-ins still
+    answer. ``call`` must start afresh each time (it may run more than once). A failure in
+    DIODE's built-ins, or one no plugin can be blamed for, propagates.
+    """
+    pm = get_plugin_manager()
+    excluded: list[object] = []
+    while True:
+        caller = pm.subset_hook_caller(hook_name, excluded) if excluded else getattr(pm.hook, hook_name)
+        try:
+            return call(caller)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:
+            name = _failing_plugin(caller, err)
+            if name is None or name in BUILTIN_PLUGINS:
+                raise
+            counters.record_counter("plugin_errors")
+            counters.warn_once(
+                f"plugin:{name}:{hook_name}",
+                "diode plugin %r failed in %s (%s: %s) and is skipped for that hook; the other "
+                "plugins and DIODE's own models still work. Fix or uninstall the plugin, or set "
+                "DIODE_DISABLE_PLUGINS=1",
+                name, hook_name, type(err).__name__, err,
+            )  # fmt: skip
+            excluded.append(pm.get_plugin(name))
+
+
+def _failing_plugin(caller: Any, error: BaseException) -> str | None:
+    """The plugin whose hook implementation raised ``error``: the innermost traceback frame
+    that runs one of the hook's implementations."""
+    codes = {}
+    for impl in caller.get_hookimpls():
+        code = getattr(impl.function, "__code__", None)
+        if code is not None:
+            codes[code] = impl.plugin_name
+    name, tb = None, error.__traceback__
+    while tb is not None:
+        name = codes.get(tb.tb_frame.f_code, name)
+        tb = tb.tb_next
+    return name
+
+
 def collect(hook_name: str) -> list:
-    """Call a "contribute many" hook with a ``register`` callback and return what was registered."""
-    items: list = []
-    getattr(hook(), hook_name)(register=items.append)
-    return items
+    """Call a "contribute many" hook with a ``register`` callback and return what was registered
+    (isolated as :func:`call_hook` says)."""
+
+    def call(caller: Any) -> list:
+        items: list = []
+        caller(register=items.append)
+        return items
+
+    return call_hook(hook_name, call)
 
 
 def plugin_report() -> list[dict]:

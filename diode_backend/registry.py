@@ -33,29 +33,32 @@ def _memoized(key: tuple, compute):
 
 
 def clear() -> None:
-    """Forget memoized hardware, entries and loaded scorers, and what :func:`register_model`
-    registered."""
+    """Forget memoized hardware, entries and loaded scorers, broken manifests found, and what
+    :func:`register_model` registered."""
+    from .model.entries import forget_broken_manifests
+
     with _lock:
         _memo.clear()
         _registered.clear()
         _preferred.clear()
+    forget_broken_manifests()  # found by the scans whose memoized results were just dropped
 
 
 def detect_hardware(device: str) -> HardwareInfo | None:
     """The hardware description for ``device`` (e.g. ``"cuda:0"``), or None if no plugin knows it."""
-    return _memoized(("hardware", device), lambda: plugins.hook().diode_detect_hardware(device=device))
+    return _memoized(("hardware", device), lambda: plugins.call_hook("diode_detect_hardware", lambda hook: hook(device=device)))
 
 
 def known_hardware() -> dict[str, HardwareInfo]:
     """Devices that can be named without having one (``diode predict --hardware h100``), by
     lower-cased short name, from the ``diode_known_hardware`` hook."""
 
-    def compute() -> dict[str, HardwareInfo]:
+    def compute(hook) -> dict[str, HardwareInfo]:
         table: dict[str, HardwareInfo] = {}
-        plugins.hook().diode_known_hardware(register=lambda name, hw: table.setdefault(name.lower(), hw))
+        hook(register=lambda name, hw: table.setdefault(name.lower(), hw))
         return table
 
-    return _memoized(("known_hardware",), compute)
+    return _memoized(("known_hardware",), lambda: plugins.call_hook("diode_known_hardware", compute))
 
 
 def resolve_hardware(spec: str | None = None) -> HardwareInfo:
@@ -112,7 +115,12 @@ def scorer_sources() -> dict[str, str]:
         sources: dict[str, str] = {}
         # pluggy calls implementations last-registered first; mirror it so the winner matches
         for impl in reversed(plugins.get_plugin_manager().hook.diode_register_scorers.get_hookimpls()):
-            impl.function(register=lambda entry, plugin=impl.plugin_name: sources.setdefault(entry.name, plugin))
+            try:
+                impl.function(register=lambda entry, plugin=impl.plugin_name: sources.setdefault(entry.name, plugin))
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # scorer_entries() warned about it already: it registered nothing
+                pass
         return sources
 
     return _memoized(("scorer_sources",), compute)
@@ -146,12 +154,12 @@ def pick_entry(hardware: HardwareInfo, requested: str = "") -> ScorerEntry | Non
         entry = _named_entry(requested)
         try:
             load_scorer(entry)
-        except DiodeOptionError:
+        except (DiodeOptionError, KeyboardInterrupt):
             raise
-        except Exception as err:
-            raise DiodeOptionError(f"diode_model={requested!r} cannot be used: {err}") from err
+        except BaseException as err:  # SystemExit from a plugin's load too: a clear error, not an exit
+            raise DiodeOptionError(f"diode_model={requested!r} cannot be used: {type(err).__name__}: {err}") from err
         return entry
-    applicable = [e for e in scorer_entries().values() if e.applies_to(hardware)]
+    applicable = [e for e in scorer_entries().values() if entry_applies(e, hardware)]
     for entry in sorted(applicable, key=lambda e: -e.priority):  # stable: ties keep registration order
         if _load_error(entry) is None:
             return entry
@@ -172,6 +180,12 @@ def _named_entry(requested: str) -> ScorerEntry:
             return _memoized(("path_entry", os.path.abspath(os.path.expanduser(requested))), lambda: path_entry(requested))
         except ModelLoadError as err:
             raise DiodeOptionError(f"diode_model={requested!r}: {err}") from err
+    from .model.entries import broken_manifests
+
+    # a model whose manifest is broken is skipped, so it looks unknown: say what is wrong instead
+    broken = [error for folder, error in broken_manifests().items() if folder.name == requested]
+    if broken:
+        raise DiodeOptionError(f"diode_model={requested!r} cannot be used: {broken[0]}")
     known = ", ".join(sorted(entries)) or "none"
     raise DiodeOptionError(
         f"diode_model={requested!r}: no such model. Registered models: {known} "
@@ -183,15 +197,35 @@ def _looks_like_path(text: str) -> bool:
     return os.sep in text or "/" in text or text.endswith(".pt") or text.startswith(("~", "."))
 
 
-def _load_error(entry: ScorerEntry) -> Exception | None:
+def entry_applies(entry: ScorerEntry, hardware: HardwareInfo) -> bool:
+    """``entry.applies_to(hardware)``; an entry whose check raises (a plugin's bug) does not apply,
+    with one warning naming it, so that it cannot hide the other models."""
+    try:
+        return bool(entry.applies_to(hardware))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:
+        counters.record_counter("plugin_errors")
+        counters.warn_once(
+            f"applies_to:{entry.name}",
+            "DIODE skips scorer %r: its applies_to(hardware) raised %s: %s; the other models are "
+            "unaffected, and it can still be chosen by name (diode_model)",
+            entry.name, type(err).__name__, err,
+        )  # fmt: skip
+        return False
+
+
+def _load_error(entry: ScorerEntry) -> BaseException | None:
     """The error loading ``entry`` raised, or None if it loads. Memoized like a success; the
     first failure is counted (``model_load_failures``) and logged."""
 
-    def compute() -> Exception | None:
+    def compute() -> BaseException | None:
         try:
             load_scorer(entry)
             return None
-        except Exception as err:  # any failure of a model picked automatically is a fallback
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:  # any failure of a model picked automatically is a fallback
             counters.record_counter("model_load_failures")
             counters.warn_once(
                 f"load:{entry.name}",
@@ -224,7 +258,7 @@ def list_available_models(hardware: HardwareInfo | str | None = None) -> list[st
         return list(entries)
     if isinstance(hardware, str):
         hardware = resolve_hardware(hardware)
-    applicable = [e for e in entries.values() if e.applies_to(hardware)]
+    applicable = [e for e in entries.values() if entry_applies(e, hardware)]
     return [e.name for e in sorted(applicable, key=lambda e: -e.priority)]
 
 
@@ -243,7 +277,9 @@ def register_model(name_or_path: str | os.PathLike[str] | None) -> str | None:
     entry = _named_entry(os.fspath(name_or_path))
     try:
         load_scorer(entry)
-    except Exception as err:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:
         raise DiodeOptionError(f"register_model({os.fspath(name_or_path)!r}) cannot use it: {err}") from err
     is_new = entry.name not in scorer_entries()
     with _lock:

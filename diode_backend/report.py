@@ -29,7 +29,7 @@ def status(device: str | None = None) -> dict[str, Any]:
             "name": entry.name,
             "description": entry.description,
             "priority": entry.priority,
-            "applies": bool(hardware and entry.applies_to(hardware)),
+            "applies": bool(hardware and registry.entry_applies(entry, hardware)),
             "selected": picked is not None and picked.name == entry.name,
         }
         for entry in registry.scorer_entries().values()

@@ -193,11 +193,21 @@ def _damage(kind: str, data: bytes, key: str) -> bytes:
         entry["order"] = entry["order"][:-8] + (99).to_bytes(8, "little")
     elif kind == "short_times":
         entry["times_us"] = entry["times_us"][:-8]
+    elif kind in ("negative_time", "nan_scored"):  # a scored time must be positive (inf: cannot launch)
+        times = cache._unpack("d", entry["times_us"])
+        times[0 if kind == "negative_time" else 1] = -1.0 if kind == "negative_time" else math.nan
+        entry["times_us"] = cache._pack("d", times)
+    elif kind == "reordered":  # a whole permutation, but not the order of its own times
+        order = cache._unpack("q", entry["order"])
+        order[0], order[1] = order[1], order[0]
+        entry["order"] = cache._pack("q", order)
     return msgpack.packb(entry, use_bin_type=True)
 
 
 @pytest.mark.parametrize(
-    "kind", ["truncated", "garbage", "empty", "wrong_version", "foreign_key", "not_a_ranking", "bad_index", "short_times"]
+    "kind",
+    ["truncated", "garbage", "empty", "wrong_version", "foreign_key", "not_a_ranking", "bad_index", "short_times",
+     "negative_time", "nan_scored", "reordered"],  # fmt: skip
 )
 def test_damaged_entry_is_a_miss_and_gets_rewritten(isolated_caches, kind):
     scorer = CountingScorer()
@@ -296,6 +306,7 @@ _HAMMER = textwrap.dedent(
     """
     import json, random, sys, time
     from diode_backend.cache import PredictionCache
+    from diode_backend.scorer import Prediction
     from diode_backend.select import Ranking
 
     directory, seconds, seed, max_entries = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -304,8 +315,8 @@ _HAMMER = textwrap.dedent(
 
     def expected(i):
         n = 50 + i * 37  # different sizes per key: a torn write could not pass for another key
-        order = tuple(sorted(range(n), key=lambda j: (j * 7919 + i) % n))
-        return Ranking(order[:-1], order[-1:], tuple(float((j * 31 + i) % 97) for j in range(n)), (i % 10) / 10)
+        times = tuple(float((j * 7919 + i) % 97 + 1) for j in range(n))
+        return Ranking.of(Prediction(times, (i % 10) / 10))  # a real ranking: reads check its order
 
     written, hits, misses, errors = set(), 0, 0, []
     deadline = time.monotonic() + seconds

@@ -47,9 +47,13 @@ def run(args: argparse.Namespace) -> int:
     if picked is not None and picked.name not in {entry.name for entry in entries}:
         entries.append(picked)  # a model named by path
     rows = [_row(entry, hardware, picked, sources, args.check) for entry in entries]
+    from ..model.entries import broken_manifests
+
+    broken = {str(folder): error for folder, error in broken_manifests().items()}
+    failed = args.check and (bool(broken) or not all(row["usable"] for row in rows))
     if args.json:
-        print(json.dumps({"hardware": hardware.to_dict(), "models": rows}, indent=2, default=str))
-        return 0
+        print(json.dumps({"hardware": hardware.to_dict(), "models": rows, "broken_manifests": broken}, indent=2, default=str))
+        return 1 if failed else 0
     print(f"hardware: {hardware.name}")
     for row in rows:
         mark = "*" if row["picked"] else ("+" if row["applies"] else " ")
@@ -67,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
                 print(f"      metrics: {metrics}")
         if "usable" in row:
             print(f"      check: {'ok' if row['usable'] else row['error']}")
+    for error in broken.values():  # the error names the manifest and what is wrong with it
+        print(f"! skipped: {error}")
     print("(* picked for this hardware, + applies to it)")
-    return 1 if args.check and not all(row["usable"] for row in rows) else 0
+    return 1 if failed else 0
 
 
 def _row(entry: Any, hardware: Any, picked: Any, sources: dict[str, str], check: bool) -> dict[str, Any]:
@@ -78,7 +84,7 @@ def _row(entry: Any, hardware: Any, picked: Any, sources: dict[str, str], check:
     row: dict[str, Any] = {
         "name": entry.name,
         "source": getattr(entry, "source", "") or sources.get(entry.name, "registered"),
-        "applies": bool(entry.applies_to(hardware)),
+        "applies": bool(registry.entry_applies(entry, hardware)),
         "picked": picked is not None and picked.name == entry.name,
         "priority": entry.priority,
         "description": entry.description,

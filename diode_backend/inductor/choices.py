@@ -72,21 +72,22 @@ def model_identity() -> str:
         if entry is None:
             return "none"
         return f"{entry.name}:{entry.identity or registry.load_scorer(entry).identity}"
-    except DiodeOptionError:
+    except (DiodeOptionError, KeyboardInterrupt):
         raise
-    except Exception as err:  # never let the cache key computation fail a compile
+    except BaseException as err:  # never let the cache key computation fail (or exit) a compile
         counters.record_error("model_identity", err)
         return "unknown"
 
 
 def _guarded(fn: Callable[[], Any], fallback: Any = None) -> Any:
     """Run DIODE code; an internal error is counted, logged once and turned into ``fallback``
-    (re-raised under ``diode_strict`` or when it is a user's option error)."""
+    (re-raised under ``diode_strict`` or when it is a user's option error). ``SystemExit`` from
+    a plugin's scorer is contained like any error: it must not end the compiling process."""
     try:
         return fn()
-    except DiodeOptionError:
+    except (DiodeOptionError, KeyboardInterrupt):
         raise
-    except Exception as err:
+    except BaseException as err:
         if config.diode_strict:
             raise
         counters.record_error("ranking", err)

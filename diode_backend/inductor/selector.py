@@ -46,9 +46,9 @@ def _select(choices):
             )
             return choices
         return select_final_choices(choices)
-    except DiodeOptionError:
+    except (DiodeOptionError, KeyboardInterrupt):
         raise
-    except Exception as err:
+    except BaseException as err:  # SystemExit from a plugin's scorer too
         if config.diode_strict:
             raise
         counters.record_error("final_selection", err)

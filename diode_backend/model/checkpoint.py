@@ -28,12 +28,15 @@ from typing import Any
 
 import torch
 
+from ..files import RefusedFile, read_regular_file
 from .network import TimingModel
 from .novelty import valid_novelty
 
 FORMAT = "diode-timing-model"
 FORMAT_VERSION = 1
 _ARCH_KEYS = ("num_features", "hidden", "layers", "ensemble")
+#: Shipped models are tens of KiB; the cap only stops a device or a runaway file.
+MAX_MODEL_BYTES = 2**30
 
 
 class ModelLoadError(ValueError):
@@ -97,12 +100,14 @@ def load_checkpoint(path: str | os.PathLike[str], expected_sha256: str = "") -> 
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_MODEL_BYTES)
     except FileNotFoundError:
         raise ModelLoadError(
             f"{path}: model file not found; reinstall the package that ships it, or point "
             "diode_model at an existing .pt file or model folder"
         ) from None
+    except RefusedFile as err:
+        raise ModelLoadError(f"{err}; point diode_model at a model file written by `diode train`") from err
     except OSError as err:
         raise ModelLoadError(f"{path}: cannot read the model file ({err})") from err
     sha256 = hashlib.sha256(data).hexdigest()

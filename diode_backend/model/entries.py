@@ -33,6 +33,7 @@ from .manifest import MANIFEST_NAME, ModelManifest, read_manifest
 
 MODELS_PATH_ENV = "DIODE_MODELS_PATH"
 SHIPPED_MODELS = Path(__file__).parent.parent / "trained_models"
+_broken: dict[Path, str] = {}  # model folder -> its manifest's error, from the last scan
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,29 @@ def model_entries(parent: str | os.PathLike[str], source: str = "") -> list[Mode
         folders = sorted(child for child in parent.iterdir() if (child / MANIFEST_NAME).is_file())
     except (FileNotFoundError, NotADirectoryError):
         return []
+    for folder in [f for f in _broken if f.parent == parent]:  # this scan replaces the last one
+        del _broken[folder]
     entries = []
     for folder in folders:
         try:
             entries.append(manifest_entry(folder, source))
         except ModelLoadError as err:
+            _broken[folder] = str(err)
             counters.record_counter("model_manifest_errors")
             counters.warn_once(f"manifest:{folder}", "DIODE skips the model in %s: %s", folder, err)
     return entries
+
+
+def broken_manifests() -> dict[Path, str]:
+    """Model folders :func:`model_entries` skipped, with what is wrong with their manifest (as
+    of the last scan of each): ``diode models --check`` fails on them, and a model named like
+    its folder is reported as broken rather than unknown."""
+    return dict(_broken)
+
+
+def forget_broken_manifests() -> None:
+    """Forget what earlier scans found (``registry.clear``: the next scan starts afresh)."""
+    _broken.clear()
 
 
 def installed_entries() -> list[ModelEntry]:

@@ -19,16 +19,18 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..files import write_atomic
+from ..files import RefusedFile, read_regular_file, write_atomic
 from ..problem import HardwareInfo
 from .checkpoint import ModelLoadError
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "diode-model-manifest"
 MANIFEST_FORMAT_VERSION = 1
+#: A manifest is a few KiB of JSON; anything larger is not one.
+MAX_MANIFEST_BYTES = 2**20
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,11 @@ class ModelManifest:
             kwargs[name] = value
         if "/" in kwargs["name"] or not kwargs["name"]:
             raise ModelLoadError(f"{source}: manifest name {kwargs['name']!r} must be non-empty and contain no '/'")
+        if "file" in kwargs and not _inside_folder(kwargs["file"]):
+            raise ModelLoadError(
+                f"{source}: manifest file {kwargs['file']!r} must name a file in the manifest's own folder "
+                "(a relative path without '..'), e.g. \"model.pt\""
+            )
         return cls(**kwargs)
 
 
@@ -102,15 +109,24 @@ _FIELD_TYPES: dict[str, type] = {
 _OPTIONAL = {"file", "description", "metrics", "priority"}
 
 
+def _inside_folder(name: str) -> bool:
+    # a manifest may come from anywhere (DIODE_MODELS_PATH, a plugin): it must not point DIODE
+    # at /dev/zero or at files outside the model folder
+    path = PurePosixPath(name.replace("\\", "/"))
+    return bool(path.parts) and not path.is_absolute() and not os.path.isabs(name) and ".." not in path.parts
+
+
 def read_manifest(path: str | os.PathLike[str]) -> ModelManifest:
     """The manifest of a model folder (or of a ``manifest.json`` path), weights untouched."""
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_NAME
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_file(path, MAX_MANIFEST_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise ModelLoadError(f"{path}: no model manifest here") from None
+    except RefusedFile as err:
+        raise ModelLoadError(str(err)) from err
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"{path}: unreadable manifest ({err})") from err
     return ModelManifest.from_dict(data, path)

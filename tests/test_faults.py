@@ -1,0 +1,375 @@
+"""Fault injection (issue 16): hostile files, plugins and values, with real files, processes and
+plugin classes. Each test reproduces one failure the issue lists and fails without its fix."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import re
+import resource
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import diode_backend
+from diode_backend import cache, hookimpl, plugins, registry
+from diode_backend.model.checkpoint import ModelLoadError
+from diode_backend.model.manifest import read_manifest
+from diode_backend.options import DiodeOptionError
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+from diode_backend.scorer import Prediction, ScorerEntry
+
+from model_files import write_model_folder
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A second ranking of one GEMM with the cache entry replaced by something hostile; prints the
+# cache counters and whether the entry is a regular file again (repaired) afterwards.
+_HOSTILE_ENTRY = textwrap.dedent(
+    """
+    import json, os, stat, sys
+    import diode_backend
+    from diode_backend import cache
+    from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+    from diode_backend.scorer import Prediction
+
+    class Scorer:
+        name = identity = "fixed"
+        def predict(self, problem, configs, hardware):
+            return Prediction(tuple(float(i + 1) for i in range(len(configs))), 0.5)
+
+    hw = HardwareInfo("NVIDIA H100", "nvidia")
+    problem = GemmProblem("mm", 64, 64, 64)
+    configs = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)]
+    cache.cached_rank(Scorer(), problem, configs, hw, enabled=True)
+    path = cache.default_cache().path_of(cache.prediction_key(Scorer(), problem, configs, hw))
+    path.unlink()
+    if sys.argv[1] == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+    ranking = cache.cached_rank(Scorer(), problem, configs, hw, enabled=True)
+    print(json.dumps({"order": list(ranking.order), "counters": diode_backend.stats()["counters"],
+                      "repaired": stat.S_ISREG(os.lstat(path).st_mode)}))
+    """
+)
+
+
+def _limit_memory() -> None:
+    # without the fix /dev/zero is read until memory runs out: fail fast instead of swapping
+    resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))
+
+
+@pytest.mark.parametrize("hostile", ["fifo", "link_to_dev_zero"])
+def test_hostile_cache_entry_is_a_counted_miss_and_is_repaired(tmp_path, hostile):
+    """Issue 16 failure 1: a FIFO entry hung torch.compile; a link to /dev/zero took 11 GB."""
+    env = {**os.environ, "DIODE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _HOSTILE_ENTRY, hostile],
+            env=env, capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"reading a {hostile} cache entry hung")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["order"] == [0, 1]
+    counters = result["counters"]
+    assert counters["prediction_cache_corrupt"] == 1 and counters["prediction_cache_misses"] == 2
+    assert "prediction_cache_errors" not in counters
+    assert result["repaired"]
+
+
+def _make_hostile(path: Path, hostile: str) -> None:
+    path.unlink(missing_ok=True)
+    if hostile == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+
+
+def _last_line_of(code: str, *args: str) -> str:
+    """Run ``code`` in a fresh Python (60 s and 6 GiB at most) and return the last line it
+    printed; a hang fails the test instead of the test run."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code), *args],
+            env=env, capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"reading {args} hung")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()[-1]
+
+
+_READ = """
+    import sys
+    from diode_backend.dataset import load_dataset
+    from diode_backend.model.checkpoint import load_checkpoint
+    from diode_backend.model.manifest import read_manifest
+    try:
+        {"manifest": read_manifest, "model": load_checkpoint, "shard": load_dataset}[sys.argv[1]](sys.argv[2])
+        print("read")
+    except Exception as err:
+        print(f"{type(err).__name__}: {err}")
+"""
+
+
+@pytest.mark.parametrize("hostile", ["fifo", "link_to_dev_zero"])
+@pytest.mark.parametrize("what", ["manifest", "model", "shard"])
+def test_hostile_model_manifest_or_shard_is_a_clear_error_never_a_hang(tmp_path, what, hostile):
+    """Issue 16 failure 1 for the other files DIODE reads: a FIFO or a device where a manifest,
+    a model file or a dataset shard should be is refused at once, naming the file."""
+    folder = write_model_folder(tmp_path / "m", "x")
+    path = {"manifest": folder / "manifest.json", "model": folder / "model.pt", "shard": tmp_path / "part-000.msgpack"}[what]
+    _make_hostile(path, hostile)
+    outcome = _last_line_of(_READ, what, str(path if what != "shard" else tmp_path))
+    error = "DatasetError" if what == "shard" else "ModelLoadError"
+    assert outcome.startswith(f"{error}: {path}: not a regular file"), outcome
+
+
+@pytest.mark.parametrize("name", ["/dev/zero", "../other/model.pt", "sub/../../model.pt", ""])
+def test_manifest_file_must_stay_in_its_folder(tmp_path, name):
+    """Issue 16 failure 1: a manifest whose ``file`` is /dev/zero grew memory without limit."""
+    folder = write_model_folder(tmp_path / "m", "x")
+    data = json.loads((folder / "manifest.json").read_text())
+    data["file"] = name
+    (folder / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(ModelLoadError, match="must name a file in the manifest's own folder") as error:
+        read_manifest(folder)
+    assert str(folder / "manifest.json") in str(error.value)
+
+
+def test_model_file_in_a_subfolder_of_its_manifest_is_fine(tmp_path):
+    folder = write_model_folder(tmp_path / "m", "x", file="weights/model.pt")
+    assert read_manifest(folder).file == "weights/model.pt"
+
+
+# -- plugins (issue 16, failures 2 and 3) ---------------------------------------------------------
+
+
+class _Named:
+    """A scorer that predicts the first candidate fastest."""
+
+    name = identity = "fault-test-named"
+
+    def predict(self, problem, configs, hardware):
+        return Prediction(tuple(float(i + 1) for i in range(len(configs))), 0.9)
+
+
+class _NamedScorerPlugin:
+    @hookimpl
+    def diode_register_scorers(self, register):
+        register(ScorerEntry(_Named.name, _Named, lambda hw: False, identity=_Named.identity))
+
+
+def _raise(error: BaseException):
+    def fail(*args, **kwargs):
+        raise error
+
+    return fail
+
+
+@contextlib.contextmanager
+def _registered(**named_plugins):
+    pm = plugins.get_plugin_manager()
+    for name, plugin in named_plugins.items():
+        pm.register(plugin, name=name)
+    try:
+        yield
+    finally:
+        for plugin in named_plugins.values():
+            pm.unregister(plugin)
+
+
+@pytest.mark.parametrize("error", [RuntimeError("registration exploded"), SystemExit(3)], ids=["RuntimeError", "SystemExit"])
+def test_a_plugin_whose_scorer_registration_fails_hides_no_other_model(error, caplog):
+    """Failure 3: a raising diode_register_scorers disabled the shipped and the named models too."""
+
+    class Broken:
+        diode_register_scorers = hookimpl(_raise(error))
+
+    h100 = registry.resolve_hardware("h100")
+    broken = f"broken_{type(error).__name__}"  # warnings are once per process: a name per case
+    with _registered(**{broken: Broken()}, named_plugin=_NamedScorerPlugin()):
+        with caplog.at_level(logging.WARNING, logger="diode_backend"):
+            assert registry.pick_entry(h100).name == "nvidia-h100-gemm"  # the shipped model
+            assert registry.pick_entry(h100, _Named.name).name == _Named.name
+            assert "analytical" in registry.list_available_models()
+    warnings = [r.getMessage() for r in caplog.records if repr(broken) in r.getMessage()]
+    assert len(warnings) == 1 and "diode_register_scorers" in warnings[0]
+    assert diode_backend.stats()["counters"]["plugin_errors"] == 1
+
+
+@pytest.mark.parametrize("error", [RuntimeError("applies_to exploded"), SystemExit(3)], ids=["RuntimeError", "SystemExit"])
+def test_a_scorer_whose_applies_to_fails_is_skipped_alone(error, caplog):
+    """Failure 3: a raising applies_to disabled every model; SystemExit ended the process."""
+
+    class BadCheck:
+        @hookimpl
+        def diode_register_scorers(self, register):
+            register(ScorerEntry(bad, _Named, _raise(error), priority=100, identity=bad))
+
+    bad = f"bad-check-{type(error).__name__}"  # warnings are once per process: a name per case
+    h100 = registry.resolve_hardware("h100")
+    with _registered(bad_check_plugin=BadCheck(), named_plugin=_NamedScorerPlugin()):
+        with caplog.at_level(logging.WARNING, logger="diode_backend"):
+            for _ in range(2):
+                assert registry.pick_entry(h100).name == "nvidia-h100-gemm"
+            assert registry.pick_entry(h100, _Named.name).name == _Named.name
+            assert registry.pick_entry(h100, bad).name == bad  # chosen by name: applies_to is not asked
+    assert len([r for r in caplog.records if repr(bad) in r.getMessage()]) == 1
+
+
+_EXITING_IMPORT = """
+    import logging, sys
+    logging.basicConfig(level=logging.WARNING)
+    from diode_backend import registry
+    print(sorted(registry.scorer_entries()))
+"""
+
+
+def test_a_plugin_that_exits_on_import_is_skipped_with_one_line(tmp_path):
+    """Failure 2: sys.exit() in a plugin's import ended the process (here a real entry point)."""
+    site = tmp_path / "site"
+    (site / "exiting_plugin-0.1.dist-info").mkdir(parents=True)
+    (site / "exiting_plugin.py").write_text("import sys\nsys.exit(4)\n")
+    (site / "exiting_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: exiting-plugin\nVersion: 0.1\n")
+    (site / "exiting_plugin-0.1.dist-info" / "entry_points.txt").write_text("[diode]\nexiting = exiting_plugin\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXITING_IMPORT)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "'analytical'" in done.stdout and "'nvidia-h100-gemm'" in done.stdout
+    assert "diode plugin exiting failed to load and is skipped: SystemExit: 4" in done.stderr
+
+
+_EXITING_SCORER = """
+    import json, sys, torch
+    from torch._inductor import config
+    import diode_backend
+    from diode_backend import hookimpl, plugins
+    from diode_backend.scorer import ScorerEntry
+
+    class Exiting:
+        name = identity = "exiting"
+        def predict(self, problem, configs, hardware):
+            sys.exit(3)
+
+    class Plugin:
+        @hookimpl
+        def diode_register_scorers(self, register):
+            register(ScorerEntry("exiting", Exiting, lambda hw: False, identity="exiting"))
+
+    plugins.get_plugin_manager().register(Plugin(), name="exiting_scorer")
+    def f(x, w):
+        return x @ w
+    x, w = torch.randn(8, 64), torch.randn(64, 32)
+    with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", fx_graph_cache=False,
+                      diode_model="exiting"):
+        out = torch.compile(f)(x, w)
+    torch.testing.assert_close(out, f(x, w))
+    print(json.dumps(diode_backend.stats()["errors"]))
+"""
+
+
+def test_a_scorer_that_exits_inside_torch_compile_falls_back(tmp_path):
+    """Failure 2: sys.exit() in a scorer's predict ended the process running torch.compile."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DIODE_CACHE_DIR": str(tmp_path / "cache"),
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_EXITING_SCORER)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"ranking:SystemExit": 1}
+
+
+# -- values read back (issue 16, failure 6) -----------------------------------------------------
+
+
+class _Answers:
+    """A scorer that answers what it was given (times for two candidates, a confidence)."""
+
+    def __init__(self, times, confidence):
+        self.times, self.confidence = times, confidence
+        self.name = self.identity = f"answers-{times}-{confidence}"
+        self.calls = 0
+
+    def predict(self, problem, configs, hardware):
+        self.calls += 1
+        return Prediction(self.times, self.confidence)
+
+
+_MM = GemmProblem("mm", 64, 64, 64)
+_TWO = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)]
+_H100 = HardwareInfo("NVIDIA H100", "nvidia")
+
+
+@pytest.mark.parametrize(
+    "times, confidence, message",
+    [
+        ((1.0, 2.0), 5.0, "confidence 5.0"),
+        ((1.0, 2.0), math.nan, "confidence nan"),
+        ((-1.0, 2.0), 0.5, "predicted -1.0 us"),
+        ((0.0, 2.0), 0.5, "predicted 0.0 us"),
+        ((-math.inf, 2.0), 0.5, "predicted -inf us"),
+    ],
+)
+def test_an_out_of_range_prediction_decides_nothing_and_is_not_cached(times, confidence, message):
+    """Failure 6: a plugin's confidence of 5.0 decided the kernel, then its entry was refused as
+    corrupt on every later run."""
+    scorer = _Answers(times, confidence)
+    for _ in range(2):
+        with pytest.raises(ValueError, match=f"scorer {re.escape(repr(scorer.name))}.*{re.escape(message)}"):
+            cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    assert "prediction_cache_corrupt" not in diode_backend.stats()["counters"]
+    assert not list(cache.default_cache().directory.rglob("*.msgpack"))
+
+
+def test_a_whole_number_confidence_is_cached_and_served(isolated_caches):
+    """Failure 6: a confidence of 1 (an int) was used, then refused as corrupt on every read."""
+    scorer = _Answers((2.0, math.inf), 1)
+    first = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    second = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    assert scorer.calls == 1 and first == second and second.confidence == 1.0
+    counts = diode_backend.stats()["counters"]
+    assert counts["prediction_cache_hits"] == 1 and "prediction_cache_corrupt" not in counts
+
+
+# -- broken manifests (issue 16, failure 6) -----------------------------------------------------
+
+
+@pytest.fixture
+def models_with_a_broken_one(tmp_path, monkeypatch):
+    """A DIODE_MODELS_PATH with a good model and ``acme``, whose manifest lost its checksum."""
+    folder = tmp_path / "models"
+    write_model_folder(folder / "good", "good-h100")
+    broken = write_model_folder(folder / "acme", "acme")
+    data = json.loads((broken / "manifest.json").read_text())
+    del data["sha256"]
+    (broken / "manifest.json").write_text(json.dumps(data))
+    monkeypatch.setenv("DIODE_MODELS_PATH", str(folder))
+    return broken / "manifest.json"
+
+
+def test_models_check_fails_on_a_broken_manifest(capsys, models_with_a_broken_one):
+    """Failure 6: `diode models --check` exited 0 while a manifest was broken."""
+    from diode_backend.cli import main
+
+    for json_flag in ([], ["--json"]):
+        assert main(["models", "--hardware", "h100", "--check", *json_flag]) == 1
+        out = capsys.readouterr().out
+        assert str(models_with_a_broken_one) in out and "missing 'sha256'" in out
+    assert main(["models", "--hardware", "h100"]) == 0  # listing is not checking
+
+
+def test_naming_a_model_whose_manifest_is_broken_says_what_is_wrong(models_with_a_broken_one):
+    """Failure 6: naming it said "no such model" instead of pointing at the manifest."""
+    with pytest.raises(DiodeOptionError, match="missing 'sha256'") as error:
+        registry.pick_entry(registry.resolve_hardware("h100"), "acme")
+    assert str(models_with_a_broken_one) in str(error.value)
+    assert registry.pick_entry(registry.resolve_hardware("h100"), "good-h100").name == "good-h100"
