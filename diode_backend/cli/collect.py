@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..collect.plan import SPACES
+from ..families import parse_families
 from . import CommandError
 
 GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
@@ -128,11 +129,11 @@ def run_shapes(args: argparse.Namespace) -> int:
         present = zoo.families_in(args.zoo)
         if not present:
             raise CommandError(f"--zoo: no zoo in {args.zoo} (no {zoo.INDEX}; `diode collect zoo` writes one)")
-        for option, names in (("--family", _names(args.family)), ("--exclude-family", _names(args.exclude_family))):
+        for option, names in (("--family", parse_families(args.family or "")), ("--exclude-family", parse_families(args.exclude_family or ""))):
             unknown = [name for name in names if name not in present]
             if unknown:
                 raise CommandError(f"{option}: no zoo family {', '.join(unknown)} in {args.zoo}; it has {', '.join(present)}")
-        named = zoo.load(args.zoo, _names(args.family), _names(args.exclude_family))
+        named = zoo.load(args.zoo, parse_families(args.family or ""), parse_families(args.exclude_family or ""))
     elif args.model:
         file, _, function = args.model.rpartition(":")
         if not file or not function:
@@ -158,15 +159,11 @@ def run_shapes(args: argparse.Namespace) -> int:
     return 0
 
 
-def _names(text: str | None) -> list[str]:
-    return [name.strip() for name in (text or "").split(",") if name.strip()]
-
-
 def run_zoo(args: argparse.Namespace) -> int:
     from ..collect import zoo
 
     known = zoo.family_names()
-    families = [name for item in args.family for name in _names(item)] or known
+    families = [name for item in args.family for name in parse_families(item)] or known
     unknown = [name for name in families if name not in known]
     if unknown:
         raise CommandError(f"--family: no zoo family {', '.join(unknown)}; choose from {', '.join(known)}")
