@@ -23,7 +23,7 @@ run, median), more repetitions, so that drift of the machine spreads over all mo
 ``vs_best`` divides it by the dataset's fastest measured candidate, ``vs_best_mode`` by the
 fastest mode of the row. Results are written after every problem; ``--resume`` continues a file
 an earlier call wrote (its complete rows kept and their problems skipped; a row with a failed
-mode is measured again), so a run longer than one GPU call is made in several. ``--families``
+mode is measured again), so a run longer than one GPU call is made in several. Problems run in a fixed pseudo-random order, so the rows of a run cut short are a fair sample. ``--families``
 takes the validation problems of named model families (``held-out``: those of
 ``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
 given, and the summary is given per workload class too.
@@ -44,6 +44,7 @@ os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-tri
 os.environ.setdefault("DIODE_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-predictions-"))
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -91,6 +92,12 @@ def choose(problems: list[ProblemTimings], count: int) -> list[ProblemTimings]:
         return ordered
     step = (len(ordered) - 1) / max(count - 1, 1)
     return [ordered[round(i * step)] for i in range(count)]
+
+
+def run_order(problems: list[ProblemTimings]) -> list[ProblemTimings]:
+    """``problems`` in a fixed pseudo-random order (by a hash of each description), so that the
+    rows a run cut short by time has measured are a fair sample of all it was asked for."""
+    return sorted(problems, key=lambda p: hashlib.sha256(p.problem.describe().encode()).hexdigest())
 
 
 def make_case(problem: GemmProblem):
@@ -270,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             {"environment": earlier["environment"], "elapsed_s": earlier.get("elapsed_s")}
         ]
     done = {row["describe"] for row in result["rows"]}
-    chosen = [item for item in chosen if item.problem.describe() not in done]
+    chosen = [item for item in run_order(chosen) if item.problem.describe() not in done]
     result["summary"] = summarize(result["rows"], modes)
     warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256))
     measure_row(warm_fn, warm_args, modes, timer)  # one-time costs out of the rows
