@@ -33,7 +33,7 @@ for name in "$@"; do
       [ $left -gt 60 ] || continue
       timeout $((left + 60)) python3 -m diode_backend collect sweep $train \
         --validation $validation --validation-space $vspace --split train --space sample/4 \
-        -o "$data" --max-seconds $((left - 30)) --retime-every 20 --report "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
+        -o "$data" --max-seconds $((left - 30)) --retime-every 20 ${SWEEP_ARGS:-} --report "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
       step sweep $? ;;
     fidelity)
       timeout $((budget - SECONDS - 15)) python3 -m diode_backend collect fidelity $problems/fidelity.json \

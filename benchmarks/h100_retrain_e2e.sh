@@ -20,7 +20,7 @@ log=$OUT/log.txt
 step() { echo "== $1 rc=$2 at ${SECONDS}s" | tee -a "$log"; }
 touch /tmp/before-sweep
 mkdir -p /tmp/collect
-OUT=/tmp/collect SET=zoo bash benchmarks/h100_collect.sh "${COLLECT_SECONDS:-330}" tests sweep >> "$log" 2>&1
+OUT=/tmp/collect SET=zoo bash benchmarks/h100_collect.sh "${COLLECT_SECONDS:-330}" ${COLLECT_STEPS:-tests sweep} >> "$log" 2>&1
 step collect $?
 find "$h100/raw" -name '*.msgpack' -newer /tmp/before-sweep > /tmp/new-shards
 if [ -s /tmp/new-shards ]; then
