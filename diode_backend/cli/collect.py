@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..collect.plan import SPACES
 from ..families import parse_families
-from . import CommandError
+from . import CommandError, UsageError
 
 GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
 
@@ -122,28 +122,28 @@ def run_shapes(args: argparse.Namespace) -> int:
     from ..collect import shapes
 
     if (args.family or args.exclude_family) and not args.zoo:
-        raise CommandError("--family and --exclude-family select zoo families: use them with --zoo")
+        raise UsageError("--family and --exclude-family select zoo families: use them with --zoo")
     if args.zoo:
         from ..collect import zoo
 
         present = zoo.families_in(args.zoo)
         if not present:
-            raise CommandError(f"--zoo: no zoo in {args.zoo} (no {zoo.INDEX}; `diode collect zoo` writes one)")
+            raise UsageError(f"--zoo: no zoo in {args.zoo} (no {zoo.INDEX}; `diode collect zoo` writes one)")
         for option, names in (("--family", parse_families(args.family or "")), ("--exclude-family", parse_families(args.exclude_family or ""))):
             unknown = [name for name in names if name not in present]
             if unknown:
-                raise CommandError(f"{option}: no zoo family {', '.join(unknown)} in {args.zoo}; it has {', '.join(present)}")
+                raise UsageError(f"{option}: no zoo family {', '.join(unknown)} in {args.zoo}; it has {', '.join(present)}")
         named = zoo.load(args.zoo, parse_families(args.family or ""), parse_families(args.exclude_family or ""))
     elif args.model:
         file, _, function = args.model.rpartition(":")
         if not file or not function:
-            raise CommandError("--model takes FILE.py:FUNCTION")
+            raise UsageError("--model takes FILE.py:FUNCTION")
         run = runpy.run_path(file)[function]
         named = shapes.from_model(Path(file).stem, run)
     else:
         name, _, count = args.generator.partition(":")
         if name not in GENERATORS:
-            raise CommandError(f"unknown generator {name!r}; choose from {', '.join(GENERATORS)}")
+            raise UsageError(f"unknown generator {name!r}; choose from {', '.join(GENERATORS)}")
         if name == "llm":
             sizes = shapes.llm()
         else:
@@ -166,7 +166,7 @@ def run_zoo(args: argparse.Namespace) -> int:
     families = [name for item in args.family for name in parse_families(item)] or known
     unknown = [name for name in families if name not in known]
     if unknown:
-        raise CommandError(f"--family: no zoo family {', '.join(unknown)}; choose from {', '.join(known)}")
+        raise UsageError(f"--family: no zoo family {', '.join(unknown)}; choose from {', '.join(known)}")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -193,7 +193,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from ..collect.timing import TimingMethod
 
     if not args.problems and not args.validation:
-        raise CommandError("name problem lists to time")
+        raise UsageError("name problem lists to time")
     if not torch.cuda.is_available():
         raise CommandError("the sweep needs a CUDA GPU")
     devices = [int(d) for d in args.devices.split(",")] if args.devices else list(range(torch.cuda.device_count()))

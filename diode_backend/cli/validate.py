@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from ..families import check_families, of_families, parse_families, without_families
     from ..model.train import inference_hardware
     from ..model.validate import validate
-    from . import CommandError
+    from . import CommandError, UsageError
 
     dataset = load_dataset(args.data)
     problems = dataset.problems if args.split == "all" else dataset.split(args.split)
@@ -96,14 +96,14 @@ def run(args: argparse.Namespace) -> int:
     if args.families:
         names = training.get("holdout_families", []) if args.families == "held-out" else parse_families(args.families)
         if not names:
-            raise CommandError(f"--families held-out: {args.model} was trained without held-out families")
+            raise UsageError(f"--families held-out: {args.model} was trained without held-out families")
         try:
             families = check_families(dataset.problems, names)
         except ValueError as err:
-            raise CommandError(f"--families: {err}") from None
+            raise UsageError(f"--families: {err}") from None
         problems = of_families(problems, families)
         if not problems:
-            raise CommandError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
+            raise UsageError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
         train_problems = without_families(train_problems, families)
     default_candidates = None
     if not args.no_default_baseline:
@@ -211,10 +211,10 @@ def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
     import dataclasses
 
     from ..model.manifest import read_manifest, write_manifest
-    from . import CommandError
+    from . import UsageError
 
     if not folder.is_dir():
-        raise CommandError(f"--update-manifest: {folder} is not a model folder")
+        raise UsageError(f"--update-manifest: {folder} is not a model folder")
     manifest = read_manifest(folder)
     # a figure that is not a number (no misses, so no AUROC) is left out rather than written as NaN
     metrics = {name: _lookup(report, list(path)) for name, path in _MANIFEST_METRICS}
