@@ -3,6 +3,7 @@ plugin classes. Each test reproduces one failure the issue lists and fails witho
 
 from __future__ import annotations
 
+import array
 import contextlib
 import json
 import logging
@@ -373,3 +374,75 @@ def test_naming_a_model_whose_manifest_is_broken_says_what_is_wrong(models_with_
         registry.pick_entry(registry.resolve_hardware("h100"), "acme")
     assert str(models_with_a_broken_one) in str(error.value)
     assert registry.pick_entry(registry.resolve_hardware("h100"), "good-h100").name == "good-h100"
+
+
+# -- damaged dataset shards (issue 16, failure 4) ------------------------------------------------
+
+
+def _damage(payload: dict, damage: str) -> None:
+    """Damage a decoded shard the way a hand edit, another tool or a bad disk would."""
+    problems, configs, timings = payload["problems"], payload["configs"], payload["timings"]
+    if damage == "short column":
+        problems["k"].pop()
+    elif damage == "config index out of range":
+        rows = array.array("I", timings["config"])
+        rows[3] = len(configs["kind"]) + 7
+        timings["config"] = rows.tobytes()
+    elif damage == "non-numeric tile":
+        configs["block_m"][-1] = "sixty-four"
+    elif damage == "string m":
+        problems["m"][0] = "64"
+    elif damage == "dtype float99":
+        problems["dtype"][1] = "float99"
+    elif damage == "op conv":
+        problems["op"][0] = "conv"
+    elif damage in ("nan time", "negative time"):
+        times = array.array("f", timings["time_us"])
+        times[5] = math.nan if damage == "nan time" else -3.0
+        timings["time_us"] = times.tobytes()
+
+
+_DAMAGE = {
+    "short column": "column 'k' has 5 values, the other problem columns 6",
+    "config index out of range": "timing row 3 names config",
+    "non-numeric tile": "block_m 'sixty-four' is not a whole number >= 0",
+    "string m": "m '64' is not a whole number >= 1",
+    "dtype float99": "dtype 'float99' is not one of float16, bfloat16, float32",
+    "op conv": "op 'conv' is not one of mm, addmm, bmm, baddbmm",
+    "nan time": "timing row 5 is nan us",
+    "negative time": "timing row 5 is -3.0 us",
+}
+
+
+@pytest.fixture
+def damaged_shard(tmp_path, request):
+    """A dataset folder whose one shard is damaged as ``request.param`` says."""
+    import msgpack
+
+    from synthetic_timings import write_dataset
+
+    folder = write_dataset(tmp_path / "data", train=4, validation=2)
+    shard = folder / "part-000.msgpack"
+    payload = msgpack.unpackb(shard.read_bytes(), raw=False)
+    _damage(payload, request.param)
+    shard.write_bytes(msgpack.packb(payload, use_bin_type=True))
+    return shard, _DAMAGE[request.param]
+
+
+@pytest.mark.parametrize("damaged_shard", list(_DAMAGE), indirect=True)
+@pytest.mark.parametrize("command", ["dataset info", "train", "validate"])
+def test_a_damaged_shard_is_one_line_naming_the_file_and_the_fix(capsys, tmp_path, damaged_shard, command):
+    """Failure 4: IndexError, struct.error or TypeError tracebacks, float99 and conv accepted,
+    NaN and negative times trained on or validated into nan figures."""
+    from diode_backend.cli import main
+
+    shard, what = damaged_shard
+    argv = {"dataset info": ["dataset", "info", str(shard.parent)],
+            "train": ["train", str(shard.parent), "-o", str(tmp_path / "model"), "--max-epochs", "1"],
+            "validate": ["validate", "analytical", str(shard.parent), "--no-default-baseline"]}[command]  # fmt: skip
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"diode {argv[0]}: error: {shard}: ") and what in err
+    assert "collect it again or move it out of the dataset" in err
+    assert not (tmp_path / "model").exists()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..collect.plan import SPACES
 from ..families import parse_families
+from ..problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS
 from . import CommandError, UsageError
 
 GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
@@ -38,11 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--zoo", metavar="DIR", help="the real-model shape zoo in DIR (e.g. trained_models/data/zoo)")
     shapes.add_argument("--family", metavar="A,B", help="with --zoo: only these families")
     shapes.add_argument("--exclude-family", metavar="C,D", help="with --zoo: all families but these")
-    shapes.add_argument("--op", default="mm", choices=["mm", "addmm", "bmm", "baddbmm"])
-    shapes.add_argument("--dtype", default="bfloat16", choices=["float16", "bfloat16", "float32"])
+    shapes.add_argument("--op", default="mm", choices=SUPPORTED_OPS)
+    shapes.add_argument("--dtype", default="bfloat16", choices=SUPPORTED_DTYPES)
     shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only)")
     shapes.add_argument("--layout", default="row/row", choices=["row/row", "row/col", "col/row", "col/col"])
-    shapes.add_argument("--bias", default="row", choices=["none", "row", "full"], help="for addmm, baddbmm")
+    shapes.add_argument("--bias", default="row", choices=BIASES, help="for addmm, baddbmm")
     shapes.add_argument("--batch", type=int, default=8, help="for bmm, baddbmm")
     shapes.add_argument("--seed", type=int, default=0)
     shapes.add_argument("-o", "--output", required=True, help="JSON file to write")

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from ..problem import SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem
+from ..problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem
 
 _BATCHED = ("bmm", "baddbmm")
 
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--bias",
         default=None,
-        choices=("none", "row", "full"),
+        choices=BIASES,
         help="addmm/baddbmm addend: row (one value per output column, nn.Linear's bias) or full "
         "(default: row for addmm and baddbmm, none otherwise)",
     )

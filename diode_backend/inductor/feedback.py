@@ -54,7 +54,7 @@ class FeedbackRecord:
         problem = problem_from_inputs(inputs, name)
         configs, times, failed = [], [], 0
         for choice, ms in timings.items():
-            if not math.isfinite(ms):
+            if not 0.0 < ms < math.inf:  # did not run; a shard holds finite positive times only
                 failed += 1
                 continue
             configs.append(_config_of(choice))
