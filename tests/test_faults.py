@@ -446,3 +446,54 @@ def test_a_damaged_shard_is_one_line_naming_the_file_and_the_fix(capsys, tmp_pat
     assert err.startswith(f"diode {argv[0]}: error: {shard}: ") and what in err
     assert "collect it again or move it out of the dataset" in err
     assert not (tmp_path / "model").exists()
+
+
+def _one_candidate_problems(folder: Path, train: int, single: int) -> Path:
+    """A dataset of ``train`` training problems, the first ``single`` timed on one candidate."""
+    from dataclasses import replace
+
+    from diode_backend.dataset import DatasetMeta, write_shard
+    from synthetic_timings import H100, synthetic_problems
+
+    problems = synthetic_problems(train)
+    problems[:single] = [replace(p, configs=p.configs[:1], times_us=p.times_us[:1], failed=len(p.configs) - 1) for p in problems[:single]]
+    write_shard(folder / "part-000.msgpack", DatasetMeta(H100), problems)
+    return folder
+
+
+def test_train_says_why_it_left_problems_out(capsys, tmp_path):
+    """Failure 4: problems train could not learn from vanished without a word ("got 0 problems")."""
+    from diode_backend.cli import main
+
+    tiny = ["--max-epochs", "1", "--steps-per-epoch", "2", "--hidden", "8", "--ensemble", "2"]
+    data = _one_candidate_problems(tmp_path / "some", train=8, single=3)
+    assert main(["train", str(data), "-o", str(tmp_path / "model"), *tiny]) == 0
+    assert "left out 3 training problems with fewer than two timed candidates" in capsys.readouterr().out
+    data = _one_candidate_problems(tmp_path / "all", train=4, single=4)
+    assert main(["train", str(data), "-o", str(tmp_path / "none"), *tiny]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert "got 0: 4 of the 4 training problems have fewer than two timed candidates" in err
+
+
+@pytest.mark.parametrize("model", ["analytical", "learned"])
+def test_validate_prints_no_nan_figures(capsys, tmp_path, model):
+    """Failure 4: figures that do not exist (an AUROC without misses, the worst of no trusted
+    pick, an uncalibrated model's ECE) were printed as nan."""
+    from diode_backend.cli import main
+    from model_files import write_checkpoint
+    from synthetic_timings import write_dataset
+
+    data = write_dataset(tmp_path / "data", train=6, validation=3)
+    if model == "learned":
+        model = str(write_checkpoint(tmp_path / "m.pt", calibration={"edges": [0.0, 1.0], "values": [0.2, 0.8]}))
+    assert main(["validate", model, str(data), "--no-default-baseline", "--report", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "top-1 geomean" in out and not re.search(r"\bnan\b", out, re.IGNORECASE), out
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} in a JSON report")
+
+    assert main(["validate", model, str(data), "--no-default-baseline", "--json"]) == 0
+    for text in (capsys.readouterr().out, (tmp_path / "r.json").read_text()):
+        json.loads(text, parse_constant=refuse)  # strict JSON: null where a figure is not a number

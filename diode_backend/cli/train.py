@@ -122,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if held_out:
         print(f"held out families: {', '.join(held_out)}")
+    if result.unusable_problems:
+        print(f"left out {result.unusable_problems} training problems with fewer than two timed candidates")
     print(f"wrote {result.checkpoint} and {manifest}")
     families = " --split all --families held-out" if held_out else ""
     print(f"next: diode validate {args.output} {' '.join(map(str, args.data))}{families}")
