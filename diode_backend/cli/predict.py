@@ -86,7 +86,15 @@ def run(args: argparse.Namespace) -> int:
     from ..inductor.configs import candidate_space
 
     configs = candidate_space(problem, hardware, args.space)
-    ranking = rank_candidates(scorer, problem, configs, hardware)
+    try:
+        ranking = rank_candidates(scorer, problem, configs, hardware)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # a plugin's scorer, sys.exit() included: one line, not a traceback
+        raise CommandError(
+            f"model {entry.name!r} failed to rank the candidates ({type(err).__name__}: {err}); "
+            "`diode models` shows where it comes from: fix or uninstall that plugin, or name another model with --model"
+        ) from None
     best = ranking.times_us[ranking.order[0]] if ranking.order else math.nan
     top = [
         {"rank": rank, "candidate": configs[i].describe(), "config": configs[i].to_dict(),
