@@ -11,6 +11,7 @@ import math
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import textwrap
@@ -580,3 +581,48 @@ def test_plugin_faults_under_the_cli_are_one_line(capsys, where, exits):
             assert err.startswith("diode predict: error: diode_model='faulty': no such model"), err
         else:
             assert err.startswith("diode predict: error: ") and "'faulty'" in err and failure in err, err
+
+
+# -- a killed feedback collection (issue 16, failure 5) ------------------------------------------
+
+# compiles `count` bmm GEMMs of distinct shapes, printing a line after each; after the last it
+# waits to be killed
+_GEMMS = """
+import sys, time, torch
+count = int(sys.argv[1])
+for i in range(count):
+    n = 16 + 8 * i
+    torch.compile(torch.bmm, mode="max-autotune-no-cudagraphs", dynamic=False)(torch.randn(2, n, 8), torch.randn(2, 8, n))
+    print(f"compiled {i + 1}", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_feedback_collection_keeps_what_it_flushed(tmp_path):
+    """Failure 5: `diode collect feedback` wrote only at exit, so SIGTERM or SIGKILL lost every
+    GEMM it had recorded. Now SIGTERM loses none, SIGKILL at most those since the last shard."""
+    from diode_backend.dataset import load_dataset
+
+    script = tmp_path / "gemms.py"
+    script.write_text(_GEMMS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DIODE_CACHE_DIR": str(tmp_path / "cache"),
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # fmt: skip
+    runs = {}
+    for sig in (signal.SIGTERM, signal.SIGKILL):  # side by side: each compiles for seconds
+        command = [sys.executable, "-m", "diode_backend", "collect", "feedback", "-o", str(tmp_path / sig.name),
+                   "--device", "cpu", "--flush-every", "2", str(script), "3"]  # fmt: skip
+        runs[sig] = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for sig, process in runs.items():
+            for line in process.stdout:
+                if line.strip() == "compiled 3":  # three GEMMs recorded, one since the last shard
+                    break
+            process.send_signal(sig)
+            assert process.wait(timeout=60) == (128 + signal.SIGTERM if sig == signal.SIGTERM else -signal.SIGKILL)
+    finally:
+        for process in runs.values():
+            process.kill()
+            process.stdout.close()
+    kept = {sig: sorted(item.problem.m for item in load_dataset(tmp_path / sig.name)) for sig in runs}
+    assert kept[signal.SIGTERM] == [16, 24, 32]
+    assert kept[signal.SIGKILL] == [16, 24]

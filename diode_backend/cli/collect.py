@@ -4,9 +4,12 @@ and check that the sweep agrees with Inductor. See docs/collect.md."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import runpy
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..collect.plan import SPACES
@@ -107,6 +110,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     feedback.add_argument("-o", "--output", required=True, help="dataset directory")
     feedback.add_argument("--split", default="train", choices=["train", "validation"])
     feedback.add_argument("--device", default=None, help="the device the script compiles for (default: cuda if available)")
+    feedback.add_argument(
+        "--flush-every",
+        type=int,
+        default=4,
+        metavar="N",
+        help="write a shard every N GEMMs (and when the script ends or SIGTERM stops it): a killed "
+        "collection loses at most the GEMMs since the last shard (default 4)",
+    )
     feedback.add_argument("script", help="Python script to run (it calls torch.compile with max-autotune)")
     feedback.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     feedback.set_defaults(run=run_feedback)
@@ -226,23 +237,39 @@ def run_feedback(args: argparse.Namespace) -> int:
     from ..dataset import DatasetMeta, ShardWriter
     from ..inductor.feedback import record_inductor_timings
 
+    if args.flush_every < 1:
+        raise UsageError(f"--flush-every {args.flush_every}: expected a whole number >= 1")
     device = args.device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     hardware = hardware_of(device)
     meta = DatasetMeta(hardware, environment(torch.device(device).index, script=args.script))
     saved_argv = sys.argv
     sys.argv = [args.script, *args.args]
     try:
-        with record_inductor_timings(split=args.split) as record:
-            runpy.run_path(args.script, run_name="__main__")
+        # the writer's exit writes what is pending, however the script ends (SIGTERM included)
+        with ShardWriter(args.output, meta, tag="feedback", every=args.flush_every) as writer, _sigterm_unwinds():
+            with record_inductor_timings(split=args.split, sink=writer.add) as record:
+                runpy.run_path(args.script, run_name="__main__")
     finally:
         sys.argv = saved_argv
-        with ShardWriter(args.output, meta, tag="feedback") as writer:
-            for item in record.problems:
-                writer.add(item)
     print(f"{len(record.problems)} GEMMs recorded -> {args.output}; {len(record.skipped)} not described", file=sys.stderr)
     for name, why in record.skipped:
         print(f"  skipped {name}: {why}", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Inside the block SIGTERM raises ``SystemExit(143)`` (128 + the signal, a shell's status
+    for it), so that ``finally`` blocks and ``with`` exits run before the process ends."""
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_fidelity(args: argparse.Namespace) -> int:
