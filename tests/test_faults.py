@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 import diode_backend
 from diode_backend import cache, hookimpl, plugins, registry
@@ -626,3 +627,50 @@ def test_a_killed_feedback_collection_keeps_what_it_flushed(tmp_path):
     kept = {sig: sorted(item.problem.m for item in load_dataset(tmp_path / sig.name)) for sig in runs}
     assert kept[signal.SIGTERM] == [16, 24, 32]
     assert kept[signal.SIGKILL] == [16, 24]
+
+
+# -- options (issue 16, failure 7) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"diode_top_k": [3]}, "diode_top_k=[3]: expected a whole number >= 1"),
+    ({"fast_autotune": 1}, "fast_autotune=1: expected True or False"),
+    ({"diode_model": 3}, "diode_model=3: expected a string"),
+])  # fmt: skip
+def test_a_wrong_type_in_compile_options_names_the_diode_option(options, message):
+    """Failure 7: torch.compile(options=...) raised torch's "Unexpected type of attr" RuntimeError."""
+    with pytest.raises(DiodeOptionError, match=re.escape(message)):
+        torch.compile(lambda a, b: a @ b, options=options)
+
+
+# Compiles one GEMM with DIODE under a bad TORCHINDUCTOR_DIODE_TOP_K four ways; prints each outcome.
+_BAD_ENV = """
+import torch
+from torch._inductor import config
+
+def compile_gemm(**options):
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, b: a @ b, options={"max_autotune": True, "max_autotune_gemm_backends": "DIODE", **options})
+    try:
+        f(torch.randn(8, 8), torch.randn(8, 8))
+        return "ok"
+    except Exception as err:
+        return "TORCHINDUCTOR_DIODE_TOP_K='abc'" if "TORCHINDUCTOR_DIODE_TOP_K='abc'" in str(err) else repr(err)
+
+print(compile_gemm())  # nothing in code: the variable's error
+print(compile_gemm(diode_top_k=5))  # the default, given to torch.compile
+with config.patch(diode_top_k=5):
+    print(compile_gemm())
+config.diode_top_k = 5
+print(compile_gemm())
+"""
+
+
+def test_an_option_set_in_code_wins_over_a_bad_environment_variable(tmp_path):
+    """Failure 7: a bad TORCHINDUCTOR_DIODE_* variable stayed fatal when code set the option to
+    its default value."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHINDUCTOR_DIODE_TOP_K": "abc", "DIODE_CACHE_DIR": str(tmp_path / "cache"),
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _BAD_ENV], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["TORCHINDUCTOR_DIODE_TOP_K='abc'", "ok", "ok", "ok"]
