@@ -11,6 +11,7 @@ import math
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -674,3 +675,47 @@ def test_an_option_set_in_code_wins_over_a_bad_environment_variable(tmp_path):
     done = subprocess.run([sys.executable, "-c", _BAD_ENV], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["TORCHINDUCTOR_DIODE_TOP_K='abc'", "ok", "ok", "ok"]
+
+
+# -- a broken diode_backend under `import torch` (issue 16, failure 8) ---------------------------
+
+
+def _declared_entry_point() -> str:
+    """pyproject.toml's ``torch.backends`` entry point, as ``name = module:function``."""
+    section = (ROOT / "pyproject.toml").read_text().split('[project.entry-points."torch.backends"]')[1]
+    name, value = re.search(r'^(\w+) = "([^"]+)"', section, re.MULTILINE).groups()
+    return f"{name} = {value}"
+
+
+_BREAKAGES = {
+    "syntax error": lambda package: (package / "__init__.py").write_text("def broken(:\n"),
+    "missing dependency": lambda package: (package / "__init__.py").write_text("import a_dependency_that_is_gone\n"),
+    "exits on import": lambda package: (package / "__init__.py").write_text("raise SystemExit(3)\n"),
+}
+
+
+@pytest.mark.parametrize("breakage", list(_BREAKAGES))
+def test_import_torch_survives_a_broken_diode_backend(tmp_path, breakage):
+    """Failure 8: when diode_backend could not be imported, `import torch` failed ("Failed to load
+    the backend extension: diode") and DIODE_DISABLE=1 did not help. Here a real copy of the
+    package, installed with the entry point pyproject.toml declares, is broken, then torch imported."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "diode_backend", site / "diode_backend", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    module = _declared_entry_point().split(" = ")[1].split(":")[0]
+    shutil.copy(ROOT / f"{module}.py", site)
+    info = site / "diode_backend-0.1.0.dist-info"  # shadows the installed distribution's entry points
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: diode-backend\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(f"[torch.backends]\n{_declared_entry_point()}\n")
+    _BREAKAGES[breakage](site / "diode_backend")
+    code = f"import sys, torch; print(torch.ones(1).item(), sys.modules[{module!r}].__file__, 'diode_backend.inductor' in sys.modules)"
+    for disable in ("0", "1"):
+        env = {**os.environ, "PYTHONPATH": str(site), "DIODE_DISABLE": disable}
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.split() == ["1.0", str(site / f"{module}.py"), "False"]
+        if disable == "1":
+            assert done.stderr == ""  # switched off before the package is imported: not a word
+        else:
+            (line,) = done.stderr.splitlines()
+            assert "diode-backend cannot be imported and is off" in line and "DIODE_DISABLE=1" in line
