@@ -44,14 +44,16 @@ _PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(GemmProblem))
 _CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(KernelConfig))
 _TAG_FIELDS = ("split", "generator", "source", "space", "failed")
 _ROW_FIELDS = ("offset", "count")
-#: What a shard's problem and config columns may hold: a set of names, or a kind of number.
+#: What a shard's problem and config columns may hold, checked on read: one of a few names
+#: (``_ALLOWED``), any text, a flag, or else a whole number (>= 1 for the sizes, >= 0 for the
+#: tile fields and counts).
 _ALLOWED: dict[str, tuple[str, ...]] = {
     "op": SUPPORTED_OPS, "dtype": SUPPORTED_DTYPES, "out_dtype": tuple(DTYPE_BYTES),
     "a_layout": LAYOUTS, "b_layout": LAYOUTS, "bias": BIASES, "split": SPLITS,
 }  # fmt: skip
-_POSITIVE = ("m", "n", "k", "batch")
-_FLAGS = ("allow_tf32",)
 _TEXT = ("generator", "source", "space", "kind", "template")
+_FLAGS = ("allow_tf32",)
+_SIZES = ("m", "n", "k", "batch")
 
 
 class DatasetError(ValueError):
@@ -418,7 +420,7 @@ def _wanted(column: str, value: Any) -> str:
         return "" if isinstance(value, str) else "text"
     if column in _FLAGS:
         return "" if isinstance(value, bool) else "true or false"
-    least = 1 if column in _POSITIVE else 0  # every other column counts or sizes something
+    least = 1 if column in _SIZES else 0
     return "" if type(value) is int and value >= least else f"a whole number >= {least}"
 
 
