@@ -1,4 +1,6 @@
-"""The ``torch.backends`` entry point: runs inside ``import torch``.
+"""Arm DIODE inside ``import torch``: what the ``torch.backends`` entry point
+(``diode_backend_autoload``, which guards importing this package) runs, and the entry point
+itself for installs whose metadata was written before that module existed.
 
 It must be cheap (it imports nothing of Inductor; the work waits for post-import hooks) and
 must never raise: an exception here would break ``import torch`` for everyone. Set
@@ -17,7 +19,9 @@ def install() -> None:
         from .inductor import install as install_hooks
 
         install_hooks()
-    except Exception as err:  # never break `import torch`
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # never break `import torch`, not even by SystemExit
         import logging
 
         logging.getLogger("diode_backend").warning("diode-backend disabled itself: %s", err, exc_info=True)

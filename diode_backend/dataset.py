@@ -31,7 +31,7 @@ from typing import Any
 import msgpack
 
 from .files import RefusedFile, read_regular_file, write_atomic
-from .problem import GemmProblem, HardwareInfo, KernelConfig
+from .problem import BIASES, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 
 FORMAT = "diode-gemm-timings"
 VERSION = 1
@@ -43,6 +43,17 @@ MAX_SHARD_BYTES = 2**30
 _PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(GemmProblem))
 _CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(KernelConfig))
 _TAG_FIELDS = ("split", "generator", "source", "space", "failed")
+_ROW_FIELDS = ("offset", "count")
+#: What a shard's problem and config columns may hold, checked on read: one of a few names
+#: (``_ALLOWED``), any text, a flag, or else a whole number (>= 1 for the sizes, >= 0 for the
+#: tile fields and counts).
+_ALLOWED: dict[str, tuple[str, ...]] = {
+    "op": SUPPORTED_OPS, "dtype": SUPPORTED_DTYPES, "out_dtype": tuple(DTYPE_BYTES),
+    "a_layout": LAYOUTS, "b_layout": LAYOUTS, "bias": BIASES, "split": SPLITS,
+}  # fmt: skip
+_TEXT = ("generator", "source", "space", "kind", "template")
+_FLAGS = ("allow_tf32",)
+_SIZES = ("m", "n", "k", "batch")
 
 
 class DatasetError(ValueError):
@@ -229,27 +240,32 @@ def shard_paths(path: str | os.PathLike) -> list[Path]:
 
 
 def read_shard(path: str | os.PathLike) -> tuple[DatasetMeta, list[ProblemTimings]]:
-    """Decode one shard; a file of another format or version raises :class:`DatasetError`."""
+    """Decode one shard, checking every column (lengths, types, known ops, dtypes, layouts,
+    config indices, finite positive times); a file that is not a shard this version reads, or a
+    damaged one, raises :class:`DatasetError` naming the file, what is wrong and the fix."""
     path = Path(path)
     try:
         data = read_regular_file(path, MAX_SHARD_BYTES)
     except RefusedFile as err:
         raise DatasetError(str(err)) from err
+    fix = "collect it again or move it out of the dataset"
     try:
         payload = msgpack.unpackb(data, raw=False, strict_map_key=False)
     except (msgpack.UnpackException, ValueError) as err:
-        raise DatasetError(f"{path}: not a msgpack dataset shard ({err})") from err
+        raise DatasetError(f"{path}: not a msgpack dataset shard ({err}); {fix}") from err
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         found = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
-        raise DatasetError(f"{path}: format {found!r} is not {FORMAT!r}")
+        raise DatasetError(f"{path}: format {found!r} is not {FORMAT!r}; {fix}")
     if payload.get("version") != VERSION:
         raise DatasetError(
-            f"{path}: {FORMAT} version {payload.get('version')!r}, this diode-backend reads version {VERSION}"
+            f"{path}: {FORMAT} version {payload.get('version')!r}, this diode-backend reads version "
+            f"{VERSION}; read it with the diode-backend that wrote it, or {fix}"
         )
     try:
         return DatasetMeta.from_dict(payload["meta"]), _decode_problems(payload)
     except (KeyError, TypeError, ValueError) as err:
-        raise DatasetError(f"{path}: malformed {FORMAT} v{VERSION} shard ({err!r})") from err
+        detail = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err)
+        raise DatasetError(f"{path}: a damaged {FORMAT} v{VERSION} shard ({detail}); {fix}") from err
 
 
 def load_dataset(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Dataset:
@@ -344,30 +360,68 @@ def summarize(dataset: Dataset) -> dict[str, Any]:
 
 
 def _decode_problems(payload: dict[str, Any]) -> list[ProblemTimings]:
-    columns = payload["problems"]
-    table = payload["configs"]
-    configs = [
-        KernelConfig(**{name: table[name][i] for name in _CONFIG_FIELDS})
-        for i in range(len(table["kind"]))
-    ]
+    problems = _columns(payload["problems"], "problem", _PROBLEM_FIELDS + _TAG_FIELDS + _ROW_FIELDS)
+    configs = [KernelConfig(**fields) for fields in _columns(payload["configs"], "config", _CONFIG_FIELDS)]
     rows = _from_little_endian("I", payload["timings"]["config"])
     times = _from_little_endian("f", payload["timings"]["time_us"])
     if len(rows) != len(times):
-        raise ValueError("timing columns differ in length")
+        raise ValueError(f"{len(rows)} timing rows name a config but {len(times)} have a time")
+    if rows and max(rows) >= len(configs):
+        row = next(i for i, index in enumerate(rows) if index >= len(configs))
+        raise ValueError(f"timing row {row} names config {rows[row]}, past the {len(configs)} configs")
+    for row, time_us in enumerate(times):
+        if not 0.0 < time_us < math.inf:  # NaN fails too
+            raise ValueError(f"timing row {row} is {time_us} us; times are finite positive microseconds")
     items = []
-    for i in range(len(columns["offset"])):
-        start, count = columns["offset"][i], columns["count"][i]
+    for i, fields in enumerate(problems):
+        start, count = fields["offset"], fields["count"]
         if start + count > len(rows):
-            raise ValueError(f"problem {i} points past the timing columns")
+            raise ValueError(f"problem {i} points past the {len(rows)} timing rows")
         items.append(
             ProblemTimings(
-                problem=GemmProblem(**{name: columns[name][i] for name in _PROBLEM_FIELDS}),
+                problem=GemmProblem(**{name: fields[name] for name in _PROBLEM_FIELDS}),
                 configs=tuple(configs[j] for j in rows[start : start + count]),
                 times_us=tuple(times[start : start + count]),
-                **{name: columns[name][i] for name in _TAG_FIELDS},
+                **{name: fields[name] for name in _TAG_FIELDS},
             )
         )
     return items
+
+
+def _columns(table: Any, what: str, names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A shard's column table (``what``: ``problem`` or ``config``) as one dict of fields per
+    entry, every value checked against its column's rule."""
+    if not isinstance(table, dict):
+        raise ValueError(f"the {what} columns are a {type(table).__name__}, not a map")
+    for name in names:
+        if not isinstance(table.get(name), list):
+            raise ValueError(f"no {what} column {name!r}")
+    length = len(table[names[0]])
+    for name in names:
+        if len(table[name]) != length:
+            raise ValueError(f"{what} column {name!r} has {len(table[name])} values, the other {what} columns {length}")
+    records = []
+    for i in range(length):
+        fields = {name: table[name][i] for name in names}
+        for name, value in fields.items():
+            wanted = _wanted(name, value)
+            if wanted:
+                raise ValueError(f"{what} {i}: {name} {value!r} is not {wanted}")
+        records.append(fields)
+    return records
+
+
+def _wanted(column: str, value: Any) -> str:
+    """What ``value`` should have been in ``column``, or ``""`` when it is fine."""
+    if column in _ALLOWED:
+        allowed = _ALLOWED[column]
+        return "" if isinstance(value, str) and value in allowed else f"one of {', '.join(allowed)}"
+    if column in _TEXT:
+        return "" if isinstance(value, str) else "text"
+    if column in _FLAGS:
+        return "" if isinstance(value, bool) else "true or false"
+    least = 1 if column in _SIZES else 0
+    return "" if type(value) is int and value >= least else f"a whole number >= {least}"
 
 
 def _little_endian(values: array.array) -> bytes:

@@ -14,6 +14,9 @@ SUPPORTED_OPS = ("mm", "addmm", "bmm", "baddbmm")
 #: Input dtypes DIODE ranks (names as in ``str(torch.float16)`` without the ``torch.`` prefix).
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "int8": 1}
+#: ``GemmProblem.a_layout``/``b_layout`` values and ``GemmProblem.bias`` values.
+LAYOUTS = ("row", "col", "strided")
+BIASES = ("none", "row", "full")
 
 
 @dataclass(frozen=True)

@@ -229,9 +229,9 @@ def _load_error(entry: ScorerEntry) -> BaseException | None:
             counters.record_counter("model_load_failures")
             counters.warn_once(
                 f"load:{entry.name}",
-                "DIODE skips model %r, which applies to this hardware but cannot be used (%s); "
+                "DIODE skips model %r, which applies to this hardware but cannot be used (%s: %s); "
                 "the next model that applies is used instead",
-                entry.name, err,
+                entry.name, type(err).__name__, err,
             )  # fmt: skip
             return err
 

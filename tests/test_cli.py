@@ -165,15 +165,28 @@ def test_predict_with_a_learned_model_prints_its_confidence(capsys, tmp_path):
         (["predict", "mm", "4x4x4", "--layout", "row"], "expected A/B"),
         (["predict", "mm", "4x4x4", "--bias", "row"], "only addmm and baddbmm"),
         (["predict", "mm", "4x4x4", "--tf32"], "float32 inputs only"),
-        (["predict", "mm", "4x4x4", "--hardware", "h900"], "unknown hardware 'h900'"),
-        (["predict", "mm", "4x4x4", "--hardware", "h100", "--model", "nope"], "no such model"),
         (["predict", "mm", "4x4x4", "--top-k", "0"], "expected a whole number >= 1"),
         (["predict"], "give the op and the shape"),
     ],
 )
-def test_errors_are_one_clear_line_and_a_nonzero_exit(capsys, argv, message):
+def test_usage_errors_are_one_clear_line_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2
+    assert len(err.strip().splitlines()) == 1 and message in err
+    assert err.startswith(f"diode {argv[0]}: error: ")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["predict", "mm", "4x4x4", "--hardware", "h900"], "unknown hardware 'h900'"),
+        (["predict", "mm", "4x4x4", "--hardware", "h100", "--model", "nope"], "no such model"),
+        (["models", "--hardware", "h900"], "unknown hardware 'h900'"),
+    ],
+)
+def test_what_the_installed_plugins_and_models_cannot_do_is_one_line_and_exit_1(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 1
     assert len(err.strip().splitlines()) == 1 and message in err
     assert err.startswith(f"diode {argv[0]}: error: ")
 

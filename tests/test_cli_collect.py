@@ -48,7 +48,7 @@ def test_shapes_traces_a_model_file(capsys, tmp_path):
 def test_sweep_says_it_needs_a_gpu(capsys, tmp_path):
     shapes.to_json(shapes.expand("x", [(8, 8, 8)]), tmp_path / "p.json", "p")
     code, _, err = run(capsys, "collect", "sweep", str(tmp_path / "p.json"), "-o", str(tmp_path / "d"))
-    assert code == 2 and "the sweep needs a CUDA GPU" in err
+    assert code == 1 and "the sweep needs a CUDA GPU" in err
 
 
 def test_feedback_records_a_scripts_compiles(capsys, tmp_path, isolated_caches):
@@ -80,7 +80,7 @@ def test_dataset_info_and_merge(capsys, tmp_path):
     assert code == 0 and "2 problems in 1 shard(s)" in text
     (tmp_path / "bad.msgpack").write_bytes(b"\x93\x01\x02\x03")
     code, _, err = run(capsys, "dataset", "info", str(tmp_path / "bad.msgpack"))
-    assert code == 2 and "bad.msgpack: format" in err
+    assert code == 1 and "bad.msgpack: format" in err
 
 
 ZOO = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "zoo"
@@ -128,7 +128,7 @@ def _tracing_libraries_import() -> bool:
 def test_zoo_traces_a_family_or_says_what_it_needs(capsys, tmp_path):
     code, out, err = run(capsys, "collect", "zoo", "--family", "distilbert", "-o", str(tmp_path))
     if not _tracing_libraries_import():  # CI installs no zoo extra
-        assert code == 2 and "tracing the zoo needs transformers, timm and diffusers" in err
+        assert code == 1 and "tracing the zoo needs transformers, timm and diffusers" in err
         assert len(err.strip().splitlines()) == 1
         return
     assert code == 0 and "problems, 1 families" in out

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
@@ -16,9 +19,17 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     return result
 
 
-def test_the_entry_point_is_registered_in_torch_backends():
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_entry_point_is_the_guard_module_and_is_registered_as_declared():
+    section = (ROOT / "pyproject.toml").read_text().split('[project.entry-points."torch.backends"]')[1]
+    declared = re.search(r'^diode = "([^"]+)"', section, re.MULTILINE).group(1)
+    assert declared == "diode_backend_autoload:install"  # outside the package: see that module
     (entry,) = [ep for ep in entry_points(group="torch.backends") if ep.name == "diode"]
-    assert entry.value == "diode_backend._autoload:install"
+    origin = json.loads(entry.dist.read_text("direct_url.json") or "{}").get("url", "")
+    if Path(origin.removeprefix("file://")).resolve() == ROOT:  # installed from this checkout
+        assert entry.value == declared
 
 
 def test_import_torch_does_not_import_inductor_but_arms_the_hooks():

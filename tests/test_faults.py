@@ -3,6 +3,7 @@ plugin classes. Each test reproduces one failure the issue lists and fails witho
 
 from __future__ import annotations
 
+import array
 import contextlib
 import json
 import logging
@@ -10,12 +11,15 @@ import math
 import os
 import re
 import resource
+import shutil
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 import diode_backend
 from diode_backend import cache, hookimpl, plugins, registry
@@ -373,3 +377,345 @@ def test_naming_a_model_whose_manifest_is_broken_says_what_is_wrong(models_with_
         registry.pick_entry(registry.resolve_hardware("h100"), "acme")
     assert str(models_with_a_broken_one) in str(error.value)
     assert registry.pick_entry(registry.resolve_hardware("h100"), "good-h100").name == "good-h100"
+
+
+# -- damaged dataset shards (issue 16, failure 4) ------------------------------------------------
+
+
+def _damage(payload: dict, damage: str) -> None:
+    """Damage a decoded shard the way a hand edit, another tool or a bad disk would."""
+    problems, configs, timings = payload["problems"], payload["configs"], payload["timings"]
+    if damage == "short column":
+        problems["k"].pop()
+    elif damage == "config index out of range":
+        rows = array.array("I", timings["config"])
+        rows[3] = len(configs["kind"]) + 7
+        timings["config"] = rows.tobytes()
+    elif damage == "non-numeric tile":
+        configs["block_m"][-1] = "sixty-four"
+    elif damage == "string m":
+        problems["m"][0] = "64"
+    elif damage == "dtype float99":
+        problems["dtype"][1] = "float99"
+    elif damage == "op conv":
+        problems["op"][0] = "conv"
+    elif damage in ("nan time", "negative time"):
+        times = array.array("f", timings["time_us"])
+        times[5] = math.nan if damage == "nan time" else -3.0
+        timings["time_us"] = times.tobytes()
+
+
+_DAMAGE = {
+    "short column": "column 'k' has 5 values, the other problem columns 6",
+    "config index out of range": "timing row 3 names config",
+    "non-numeric tile": "block_m 'sixty-four' is not a whole number >= 0",
+    "string m": "m '64' is not a whole number >= 1",
+    "dtype float99": "dtype 'float99' is not one of float16, bfloat16, float32",
+    "op conv": "op 'conv' is not one of mm, addmm, bmm, baddbmm",
+    "nan time": "timing row 5 is nan us",
+    "negative time": "timing row 5 is -3.0 us",
+}
+
+
+@pytest.fixture
+def damaged_shard(tmp_path, request):
+    """A dataset folder whose one shard is damaged as ``request.param`` says."""
+    import msgpack
+
+    from synthetic_timings import write_dataset
+
+    folder = write_dataset(tmp_path / "data", train=4, validation=2)
+    shard = folder / "part-000.msgpack"
+    payload = msgpack.unpackb(shard.read_bytes(), raw=False)
+    _damage(payload, request.param)
+    shard.write_bytes(msgpack.packb(payload, use_bin_type=True))
+    return shard, _DAMAGE[request.param]
+
+
+@pytest.mark.parametrize("damaged_shard", list(_DAMAGE), indirect=True)
+@pytest.mark.parametrize("command", ["dataset info", "train", "validate"])
+def test_a_damaged_shard_is_one_line_naming_the_file_and_the_fix(capsys, tmp_path, damaged_shard, command):
+    """Failure 4: IndexError, struct.error or TypeError tracebacks, float99 and conv accepted,
+    NaN and negative times trained on or validated into nan figures."""
+    from diode_backend.cli import main
+
+    shard, what = damaged_shard
+    argv = {"dataset info": ["dataset", "info", str(shard.parent)],
+            "train": ["train", str(shard.parent), "-o", str(tmp_path / "model"), "--max-epochs", "1"],
+            "validate": ["validate", "analytical", str(shard.parent), "--no-default-baseline"]}[command]  # fmt: skip
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"diode {argv[0]}: error: {shard}: ") and what in err
+    assert "collect it again or move it out of the dataset" in err
+    assert not (tmp_path / "model").exists()
+
+
+def _one_candidate_problems(folder: Path, train: int, single: int) -> Path:
+    """A dataset of ``train`` training problems, the first ``single`` timed on one candidate."""
+    from dataclasses import replace
+
+    from diode_backend.dataset import DatasetMeta, write_shard
+    from synthetic_timings import H100, synthetic_problems
+
+    problems = synthetic_problems(train)
+    problems[:single] = [replace(p, configs=p.configs[:1], times_us=p.times_us[:1], failed=len(p.configs) - 1) for p in problems[:single]]
+    write_shard(folder / "part-000.msgpack", DatasetMeta(H100), problems)
+    return folder
+
+
+def test_train_says_why_it_left_problems_out(capsys, tmp_path):
+    """Failure 4: problems train could not learn from vanished without a word ("got 0 problems")."""
+    from diode_backend.cli import main
+
+    tiny = ["--max-epochs", "1", "--steps-per-epoch", "2", "--hidden", "8", "--ensemble", "2"]
+    data = _one_candidate_problems(tmp_path / "some", train=8, single=3)
+    assert main(["train", str(data), "-o", str(tmp_path / "model"), *tiny]) == 0
+    assert "left out 3 training problems with fewer than two timed candidates" in capsys.readouterr().out
+    data = _one_candidate_problems(tmp_path / "all", train=4, single=4)
+    assert main(["train", str(data), "-o", str(tmp_path / "none"), *tiny]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert "got 0: 4 of the 4 training problems have fewer than two timed candidates" in err
+
+
+@pytest.mark.parametrize("model", ["analytical", "learned"])
+def test_validate_prints_no_nan_figures(capsys, tmp_path, model):
+    """Failure 4: figures that do not exist (an AUROC without misses, the worst of no trusted
+    pick, an uncalibrated model's ECE) were printed as nan."""
+    from diode_backend.cli import main
+    from model_files import write_checkpoint
+    from synthetic_timings import write_dataset
+
+    data = write_dataset(tmp_path / "data", train=6, validation=3)
+    if model == "learned":
+        model = str(write_checkpoint(tmp_path / "m.pt", calibration={"edges": [0.0, 1.0], "values": [0.2, 0.8]}))
+    assert main(["validate", model, str(data), "--no-default-baseline", "--report", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "top-1 geomean" in out and not re.search(r"\bnan\b", out, re.IGNORECASE), out
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} in a JSON report")
+
+    assert main(["validate", model, str(data), "--no-default-baseline", "--json"]) == 0
+    for text in (capsys.readouterr().out, (tmp_path / "r.json").read_text()):
+        json.loads(text, parse_constant=refuse)  # strict JSON: null where a figure is not a number
+
+
+# -- plugin faults under the CLI (issue 16, failure 4) --------------------------------------------
+
+
+class _FaultyPlugin:
+    """Hooks and a scorer, ``faulty``, that fail at ``where`` by an exception or ``sys.exit(5)``."""
+
+    def __init__(self, where: str, exits: bool) -> None:
+        self.where, self.exits = where, exits
+
+    def fault(self, where: str) -> None:
+        if where == self.where:
+            if self.exits:
+                sys.exit(5)
+            raise RuntimeError(f"{where} exploded")
+
+    @hookimpl
+    def diode_register_scorers(self, register):
+        plugin = self
+
+        class Faulty:
+            name = identity = "faulty"
+
+            def __init__(self):
+                plugin.fault("load")
+
+            def predict(self, problem, configs, hardware):
+                plugin.fault("predict")
+                return Prediction(tuple(float(i + 1) for i in range(len(configs))), 0.5)
+
+        def applies(hardware):
+            self.fault("applies_to")
+            return True
+
+        self.fault("register")
+        register(ScorerEntry("faulty", Faulty, applies, priority=1000, identity="faulty"))
+
+    @hookimpl
+    def diode_detect_hardware(self, device):
+        self.fault("detect")
+
+    @hookimpl
+    def diode_known_hardware(self, register):
+        self.fault("known")
+
+
+_COMMANDS = {
+    "models": ["models", "--hardware", "h100", "--check"],
+    "predict": ["predict", "mm", "64x64x64", "--hardware", "h100", "--space", "DEFAULT"],
+    "predict --model": ["predict", "mm", "64x64x64", "--hardware", "h100", "--space", "DEFAULT", "--model", "faulty"],
+    "status": ["status", "--device", "cpu"],
+}
+#: Where a fault fails a command (exit 1, one line naming the model): where it was asked for
+#: (named, or its predictions printed) or checked; elsewhere the other models answer.
+_FAILS = {("models", "load"), ("predict", "predict"), ("predict --model", "load"), ("predict --model", "predict"),
+          ("predict --model", "register")}  # fmt: skip
+
+
+@pytest.mark.parametrize("exits", [False, True], ids=["raises", "exits"])
+@pytest.mark.parametrize("where", ["register", "detect", "known", "applies_to", "load", "predict"])
+def test_plugin_faults_under_the_cli_are_one_line(capsys, where, exits):
+    """Failure 4: a plugin failing in a hook, or its scorer in load or predict, by an exception
+    or by sys.exit(), gave a traceback (or ended with status 5) under `diode models`, `predict`
+    and `status`. A command fails only where the faulty model was needed, with one line."""
+    from diode_backend.cli import main
+
+    for name, argv in _COMMANDS.items():
+        registry.clear()  # each command as in a process of its own
+        with _registered(faulty=_FaultyPlugin(where, exits)):
+            code = main(argv)
+        out, err = capsys.readouterr()
+        if (name, where) not in _FAILS:
+            assert code == 0 and not err, (name, code, err)
+            continue
+        assert code == 1 and len(err.splitlines()) <= 1, (name, code, err)
+        failure = "SystemExit: 5" if exits else f"RuntimeError: {where} exploded"
+        if name == "models":  # --check reports each model's failure in its row
+            assert f"check: {failure}" in out and not err, (out, err)
+        elif where == "register":  # nothing was registered: the plugin's own warning says why
+            assert err.startswith("diode predict: error: diode_model='faulty': no such model"), err
+        else:
+            assert err.startswith("diode predict: error: ") and "'faulty'" in err and failure in err, err
+
+
+# -- a killed feedback collection (issue 16, failure 5) ------------------------------------------
+
+# compiles `count` bmm GEMMs of distinct shapes, printing a line after each; after the last it
+# waits to be killed
+_GEMMS = """
+import sys, time, torch
+count = int(sys.argv[1])
+for i in range(count):
+    n = 16 + 8 * i
+    torch.compile(torch.bmm, mode="max-autotune-no-cudagraphs", dynamic=False)(torch.randn(2, n, 8), torch.randn(2, 8, n))
+    print(f"compiled {i + 1}", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_feedback_collection_keeps_what_it_flushed(tmp_path):
+    """Failure 5: `diode collect feedback` wrote only at exit, so SIGTERM or SIGKILL lost every
+    GEMM it had recorded. Now SIGTERM loses none, SIGKILL at most those since the last shard."""
+    from diode_backend.dataset import load_dataset
+
+    script = tmp_path / "gemms.py"
+    script.write_text(_GEMMS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DIODE_CACHE_DIR": str(tmp_path / "cache"),
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # fmt: skip
+    runs = {}
+    for sig in (signal.SIGTERM, signal.SIGKILL):  # side by side: each compiles for seconds
+        command = [sys.executable, "-m", "diode_backend", "collect", "feedback", "-o", str(tmp_path / sig.name),
+                   "--device", "cpu", "--flush-every", "2", str(script), "3"]  # fmt: skip
+        runs[sig] = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for sig, process in runs.items():
+            for line in process.stdout:
+                if line.strip() == "compiled 3":  # three GEMMs recorded, one since the last shard
+                    break
+            process.send_signal(sig)
+            assert process.wait(timeout=60) == (128 + signal.SIGTERM if sig == signal.SIGTERM else -signal.SIGKILL)
+    finally:
+        for process in runs.values():
+            process.kill()
+            process.stdout.close()
+    kept = {sig: sorted(item.problem.m for item in load_dataset(tmp_path / sig.name)) for sig in runs}
+    assert kept[signal.SIGTERM] == [16, 24, 32]
+    assert kept[signal.SIGKILL] == [16, 24]
+
+
+# -- options (issue 16, failure 7) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"diode_top_k": [3]}, "diode_top_k=[3]: expected a whole number >= 1"),
+    ({"fast_autotune": 1}, "fast_autotune=1: expected True or False"),
+    ({"diode_model": 3}, "diode_model=3: expected a string"),
+])  # fmt: skip
+def test_a_wrong_type_in_compile_options_names_the_diode_option(options, message):
+    """Failure 7: torch.compile(options=...) raised torch's "Unexpected type of attr" RuntimeError."""
+    with pytest.raises(DiodeOptionError, match=re.escape(message)):
+        torch.compile(lambda a, b: a @ b, options=options)
+
+
+# Compiles one GEMM with DIODE under a bad TORCHINDUCTOR_DIODE_TOP_K four ways; prints each outcome.
+_BAD_ENV = """
+import torch
+from torch._inductor import config
+
+def compile_gemm(**options):
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, b: a @ b, options={"max_autotune": True, "max_autotune_gemm_backends": "DIODE", **options})
+    try:
+        f(torch.randn(8, 8), torch.randn(8, 8))
+        return "ok"
+    except Exception as err:
+        return "TORCHINDUCTOR_DIODE_TOP_K='abc'" if "TORCHINDUCTOR_DIODE_TOP_K='abc'" in str(err) else repr(err)
+
+print(compile_gemm())  # nothing in code: the variable's error
+print(compile_gemm(diode_top_k=5))  # the default, given to torch.compile
+with config.patch(diode_top_k=5):
+    print(compile_gemm())
+config.diode_top_k = 5
+print(compile_gemm())
+"""
+
+
+def test_an_option_set_in_code_wins_over_a_bad_environment_variable(tmp_path):
+    """Failure 7: a bad TORCHINDUCTOR_DIODE_* variable stayed fatal when code set the option to
+    its default value."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHINDUCTOR_DIODE_TOP_K": "abc", "DIODE_CACHE_DIR": str(tmp_path / "cache"),
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _BAD_ENV], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["TORCHINDUCTOR_DIODE_TOP_K='abc'", "ok", "ok", "ok"]
+
+
+# -- a broken diode_backend under `import torch` (issue 16, failure 8) ---------------------------
+
+
+def _declared_entry_point() -> str:
+    """pyproject.toml's ``torch.backends`` entry point, as ``name = module:function``."""
+    section = (ROOT / "pyproject.toml").read_text().split('[project.entry-points."torch.backends"]')[1]
+    name, value = re.search(r'^(\w+) = "([^"]+)"', section, re.MULTILINE).groups()
+    return f"{name} = {value}"
+
+
+_BREAKAGES = {
+    "syntax error": lambda package: (package / "__init__.py").write_text("def broken(:\n"),
+    "missing dependency": lambda package: (package / "__init__.py").write_text("import a_dependency_that_is_gone\n"),
+    "exits on import": lambda package: (package / "__init__.py").write_text("raise SystemExit(3)\n"),
+}
+
+
+@pytest.mark.parametrize("breakage", list(_BREAKAGES))
+def test_import_torch_survives_a_broken_diode_backend(tmp_path, breakage):
+    """Failure 8: when diode_backend could not be imported, `import torch` failed ("Failed to load
+    the backend extension: diode") and DIODE_DISABLE=1 did not help. Here a real copy of the
+    package, installed with the entry point pyproject.toml declares, is broken, then torch imported."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "diode_backend", site / "diode_backend", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    module = _declared_entry_point().split(" = ")[1].split(":")[0]
+    shutil.copy(ROOT / f"{module}.py", site)
+    info = site / "diode_backend-0.1.0.dist-info"  # shadows the installed distribution's entry points
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: diode-backend\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(f"[torch.backends]\n{_declared_entry_point()}\n")
+    _BREAKAGES[breakage](site / "diode_backend")
+    code = f"import sys, torch; print(torch.ones(1).item(), sys.modules[{module!r}].__file__, 'diode_backend.inductor' in sys.modules)"
+    for disable in ("0", "1"):
+        env = {**os.environ, "PYTHONPATH": str(site), "DIODE_DISABLE": disable}
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.split() == ["1.0", str(site / f"{module}.py"), "False"]
+        if disable == "1":
+            assert done.stderr == ""  # switched off before the package is imported: not a word
+        else:
+            (line,) = done.stderr.splitlines()
+            assert "diode-backend cannot be imported and is off" in line and "DIODE_DISABLE=1" in line

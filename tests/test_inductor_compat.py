@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch._inductor import config
 
 from diode_backend.inductor.backends import candidate_backends
-from diode_backend.inductor.compat import make_config_entry, mark_config_dirty
+from diode_backend.inductor.compat import make_config_entry, mark_config_dirty, set_in_code
 
 
 def test_a_made_entry_behaves_like_inductors_own():
@@ -23,6 +23,18 @@ def test_marking_dirty_refreshes_the_memoized_config_hash():
         mark_config_dirty(config)
         assert config.get_hash() != first  # a stale memo would hand back the first hash
         assert config.save_config_portable()["diode_probe"] == 2
+    finally:
+        del config._config["diode_probe"]
+        mark_config_dirty(config)
+
+
+def test_an_option_set_in_code_is_told_from_one_left_alone():
+    probe = make_config_entry("diode_probe", 1, int)
+    config._config["diode_probe"] = probe
+    try:
+        assert not set_in_code(probe)
+        with config.patch(diode_probe=1):  # its default, but given in code
+            assert set_in_code(probe)
     finally:
         del config._config["diode_probe"]
         mark_config_dirty(config)

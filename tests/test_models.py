@@ -303,12 +303,12 @@ def test_plugin_ships_models_with_the_entries_helper(tmp_path, h100):
         plugins.get_plugin_manager().unregister(plugin)
 
 
-def test_wheel_carries_model_files_but_not_training_data(tmp_path):
+def test_wheel_carries_model_files_and_the_entry_point_module_but_not_training_data(tmp_path):
     """Build a wheel from a copy of the project with one shipped model and its data beside it."""
     project = tmp_path / "project"
     shutil.copytree(REPO / "diode_backend", project / "diode_backend", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "diode_backend_autoload.py"):
         shutil.copy(REPO / name, project / name)
     shutil.rmtree(project / "trained_models", ignore_errors=True)
     write_model_folder(project / "trained_models" / "acme", "acme")
@@ -321,6 +321,7 @@ def test_wheel_carries_model_files_but_not_training_data(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"diode_backend/trained_models/acme/manifest.json", "diode_backend/trained_models/acme/model.pt"} <= names
     assert not any(name.endswith("train.msgpack") for name in names)
+    assert "diode_backend_autoload.py" in names  # the torch.backends entry point, beside the package
 
 
 # -- the functions torch-diode users know --------------------------------------------------------

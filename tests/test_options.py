@@ -62,9 +62,10 @@ def test_compile_options_accept_diode_names_and_reject_bad_values_at_once():
         torch.compile(f, options={"diode_confidence_threshold": 1.5})
 
 
-def test_unknown_option_type_is_rejected_by_torch_compile():
-    with pytest.raises(RuntimeError, match="diode_top_k"):
-        torch.compile(lambda x: x, options={"diode_top_k": "3"})
+def test_compile_options_take_what_assignment_takes_normalised_alike():
+    options = {"diode_top_k": "3", "fast_autotune": "1", "diode-search-space": "default", "max_autotune": True}
+    backend = torch._TorchCompileInductorWrapper(mode=None, options=options, dynamic=None)  # what torch.compile builds
+    assert backend.config == {"diode_top_k": 3, "fast_autotune": True, "diode_search_space": "DEFAULT", "max_autotune": True}
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess:

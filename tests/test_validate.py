@@ -148,7 +148,7 @@ def test_diode_train_then_validate(tmp_path, capsys):
 
 def test_validate_errors_are_one_line(tmp_path, capsys):
     data = write_dataset(tmp_path / "data", train=5, validation=0)
-    assert main(["validate", "analytical", str(data)]) == 2
+    assert main(["validate", "analytical", str(data)]) == 1
     assert "no problems in split 'validation'" in capsys.readouterr().err
     assert main(["validate", "analytical", str(data), "--split", "all", "--families", "llama"]) == 2
     assert capsys.readouterr().err == "diode validate: error: --families: unknown family 'llama'; the data has: synthetic\n"

@@ -1,5 +1,10 @@
 """The ``diode`` command. Each subcommand is a module here with ``register(subparsers)``; the
-parser it adds sets ``run=`` to a function ``(args) -> int``."""
+parser it adds sets ``run=`` to a function ``(args) -> int``.
+
+Exit status: 0 done; 1 the work failed (a file, model, plugin or device is not usable as it
+is); 2 the command line cannot work as given (argparse's own usage errors too); 130
+interrupted; 141 the output pipe closed. Every failure is one line on standard error.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,13 @@ COMMANDS = ("status", "plugins", "models", "predict", "cache", "train", "validat
 
 
 class CommandError(Exception):
-    """A user-facing failure: printed as one line, exit status 2."""
+    """The work failed on something outside the command line (a file, model, plugin or device):
+    printed as one line naming it and the fix, exit status 1."""
+
+
+class UsageError(CommandError):
+    """The command line cannot work as given, whatever the files hold (an option's value or a
+    combination of options): one line naming the option, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,9 +50,12 @@ def main(argv: list[str] | None = None) -> int:
         # the reader went away: stop quietly, as `cat | head` does (Python's documented recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except (CommandError, DiodeOptionError, OSError, ValueError) as err:
+    except UsageError as err:
         print(f"diode {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except (CommandError, DiodeOptionError, OSError, ValueError) as err:
+        print(f"diode {args.command}: error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"diode {args.command}: interrupted", file=sys.stderr)
         return 130

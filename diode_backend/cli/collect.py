@@ -4,14 +4,18 @@ and check that the sweep agrees with Inductor. See docs/collect.md."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import runpy
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..collect.plan import SPACES
 from ..families import parse_families
-from . import CommandError
+from ..problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS
+from . import CommandError, UsageError
 
 GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
 
@@ -38,11 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--zoo", metavar="DIR", help="the real-model shape zoo in DIR (e.g. trained_models/data/zoo)")
     shapes.add_argument("--family", metavar="A,B", help="with --zoo: only these families")
     shapes.add_argument("--exclude-family", metavar="C,D", help="with --zoo: all families but these")
-    shapes.add_argument("--op", default="mm", choices=["mm", "addmm", "bmm", "baddbmm"])
-    shapes.add_argument("--dtype", default="bfloat16", choices=["float16", "bfloat16", "float32"])
+    shapes.add_argument("--op", default="mm", choices=SUPPORTED_OPS)
+    shapes.add_argument("--dtype", default="bfloat16", choices=SUPPORTED_DTYPES)
     shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only)")
     shapes.add_argument("--layout", default="row/row", choices=["row/row", "row/col", "col/row", "col/col"])
-    shapes.add_argument("--bias", default="row", choices=["none", "row", "full"], help="for addmm, baddbmm")
+    shapes.add_argument("--bias", default="row", choices=BIASES, help="for addmm, baddbmm")
     shapes.add_argument("--batch", type=int, default=8, help="for bmm, baddbmm")
     shapes.add_argument("--seed", type=int, default=0)
     shapes.add_argument("-o", "--output", required=True, help="JSON file to write")
@@ -106,6 +110,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     feedback.add_argument("-o", "--output", required=True, help="dataset directory")
     feedback.add_argument("--split", default="train", choices=["train", "validation"])
     feedback.add_argument("--device", default=None, help="the device the script compiles for (default: cuda if available)")
+    feedback.add_argument(
+        "--flush-every",
+        type=int,
+        default=4,
+        metavar="N",
+        help="write a shard every N GEMMs (and when the script ends or SIGTERM stops it): a killed "
+        "collection loses at most the GEMMs since the last shard (default 4)",
+    )
     feedback.add_argument("script", help="Python script to run (it calls torch.compile with max-autotune)")
     feedback.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     feedback.set_defaults(run=run_feedback)
@@ -122,28 +134,28 @@ def run_shapes(args: argparse.Namespace) -> int:
     from ..collect import shapes
 
     if (args.family or args.exclude_family) and not args.zoo:
-        raise CommandError("--family and --exclude-family select zoo families: use them with --zoo")
+        raise UsageError("--family and --exclude-family select zoo families: use them with --zoo")
     if args.zoo:
         from ..collect import zoo
 
         present = zoo.families_in(args.zoo)
         if not present:
-            raise CommandError(f"--zoo: no zoo in {args.zoo} (no {zoo.INDEX}; `diode collect zoo` writes one)")
+            raise UsageError(f"--zoo: no zoo in {args.zoo} (no {zoo.INDEX}; `diode collect zoo` writes one)")
         for option, names in (("--family", parse_families(args.family or "")), ("--exclude-family", parse_families(args.exclude_family or ""))):
             unknown = [name for name in names if name not in present]
             if unknown:
-                raise CommandError(f"{option}: no zoo family {', '.join(unknown)} in {args.zoo}; it has {', '.join(present)}")
+                raise UsageError(f"{option}: no zoo family {', '.join(unknown)} in {args.zoo}; it has {', '.join(present)}")
         named = zoo.load(args.zoo, parse_families(args.family or ""), parse_families(args.exclude_family or ""))
     elif args.model:
         file, _, function = args.model.rpartition(":")
         if not file or not function:
-            raise CommandError("--model takes FILE.py:FUNCTION")
+            raise UsageError("--model takes FILE.py:FUNCTION")
         run = runpy.run_path(file)[function]
         named = shapes.from_model(Path(file).stem, run)
     else:
         name, _, count = args.generator.partition(":")
         if name not in GENERATORS:
-            raise CommandError(f"unknown generator {name!r}; choose from {', '.join(GENERATORS)}")
+            raise UsageError(f"unknown generator {name!r}; choose from {', '.join(GENERATORS)}")
         if name == "llm":
             sizes = shapes.llm()
         else:
@@ -166,7 +178,7 @@ def run_zoo(args: argparse.Namespace) -> int:
     families = [name for item in args.family for name in parse_families(item)] or known
     unknown = [name for name in families if name not in known]
     if unknown:
-        raise CommandError(f"--family: no zoo family {', '.join(unknown)}; choose from {', '.join(known)}")
+        raise UsageError(f"--family: no zoo family {', '.join(unknown)}; choose from {', '.join(known)}")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -193,7 +205,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from ..collect.timing import TimingMethod
 
     if not args.problems and not args.validation:
-        raise CommandError("name problem lists to time")
+        raise UsageError("name problem lists to time")
     if not torch.cuda.is_available():
         raise CommandError("the sweep needs a CUDA GPU")
     devices = [int(d) for d in args.devices.split(",")] if args.devices else list(range(torch.cuda.device_count()))
@@ -225,23 +237,39 @@ def run_feedback(args: argparse.Namespace) -> int:
     from ..dataset import DatasetMeta, ShardWriter
     from ..inductor.feedback import record_inductor_timings
 
+    if args.flush_every < 1:
+        raise UsageError(f"--flush-every {args.flush_every}: expected a whole number >= 1")
     device = args.device or ("cuda:0" if torch.cuda.is_available() else "cpu")
     hardware = hardware_of(device)
     meta = DatasetMeta(hardware, environment(torch.device(device).index, script=args.script))
     saved_argv = sys.argv
     sys.argv = [args.script, *args.args]
     try:
-        with record_inductor_timings(split=args.split) as record:
-            runpy.run_path(args.script, run_name="__main__")
+        # the writer's exit writes what is pending, however the script ends (SIGTERM included)
+        with ShardWriter(args.output, meta, tag="feedback", every=args.flush_every) as writer, _sigterm_unwinds():
+            with record_inductor_timings(split=args.split, sink=writer.add) as record:
+                runpy.run_path(args.script, run_name="__main__")
     finally:
         sys.argv = saved_argv
-        with ShardWriter(args.output, meta, tag="feedback") as writer:
-            for item in record.problems:
-                writer.add(item)
     print(f"{len(record.problems)} GEMMs recorded -> {args.output}; {len(record.skipped)} not described", file=sys.stderr)
     for name, why in record.skipped:
         print(f"  skipped {name}: {why}", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Inside the block SIGTERM raises ``SystemExit(143)`` (128 + the signal, a shell's status
+    for it), so that ``finally`` blocks and ``with`` exits run before the process ends."""
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_fidelity(args: argparse.Namespace) -> int:

@@ -95,7 +95,9 @@ def _row(entry: Any, hardware: Any, picked: Any, sources: dict[str, str], check:
         try:
             registry.load_scorer(entry)
             row.update(usable=True, error="")
-        except Exception as err:  # report every kind of failure, one line each
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:  # every kind of failure, a plugin's sys.exit() too: one line each
             row.update(usable=False, error=f"{type(err).__name__}: {err}")
     return row
 

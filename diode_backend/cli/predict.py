@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from ..problem import SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem
+from ..problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem
 
 _BATCHED = ("bmm", "baddbmm")
 
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--bias",
         default=None,
-        choices=("none", "row", "full"),
+        choices=BIASES,
         help="addmm/baddbmm addend: row (one value per output column, nn.Linear's bias) or full "
         "(default: row for addmm and baddbmm, none otherwise)",
     )
@@ -65,16 +65,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import registry
     from ..select import rank_candidates
-    from . import CommandError
+    from . import CommandError, UsageError
 
     if args.hardware == "list":
         for name, hardware in sorted(registry.known_hardware().items()):
             print(f"{name:12} {hardware.name} ({hardware.sm_count} SMs, sm{''.join(map(str, hardware.compute_capability))})")
         return 0
     if args.op is None or args.shape is None:
-        raise CommandError("give the op and the shape, e.g. `diode predict mm 1024x4096x2048`")
+        raise UsageError("give the op and the shape, e.g. `diode predict mm 1024x4096x2048`")
     if args.top_k < 1:
-        raise CommandError(f"--top-k {args.top_k}: expected a whole number >= 1")
+        raise UsageError(f"--top-k {args.top_k}: expected a whole number >= 1")
     problem = _problem(args)
     hardware = registry.resolve_hardware(args.hardware)
     entry = registry.pick_entry(hardware, args.model)
@@ -86,7 +86,15 @@ def run(args: argparse.Namespace) -> int:
     from ..inductor.configs import candidate_space
 
     configs = candidate_space(problem, hardware, args.space)
-    ranking = rank_candidates(scorer, problem, configs, hardware)
+    try:
+        ranking = rank_candidates(scorer, problem, configs, hardware)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # a plugin's scorer, sys.exit() included: one line, not a traceback
+        raise CommandError(
+            f"model {entry.name!r} failed to rank the candidates ({type(err).__name__}: {err}); "
+            "`diode models` shows where it comes from: fix or uninstall that plugin, or name another model with --model"
+        ) from None
     best = ranking.times_us[ranking.order[0]] if ranking.order else math.nan
     top = [
         {"rank": rank, "candidate": configs[i].describe(), "config": configs[i].to_dict(),
@@ -116,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _problem(args: argparse.Namespace) -> GemmProblem:
-    from . import CommandError
+    from . import UsageError
 
     try:
         sizes = [int(part) for part in args.shape.lower().split("x")]
@@ -126,16 +134,16 @@ def _problem(args: argparse.Namespace) -> GemmProblem:
     expected = 4 if batched else 3
     if len(sizes) != expected or min(sizes) < 1:
         form = "BxMxNxK" if batched else "MxNxK"
-        raise CommandError(f"shape {args.shape!r}: expected {form} with positive whole numbers for {args.op}")
+        raise UsageError(f"shape {args.shape!r}: expected {form} with positive whole numbers for {args.op}")
     batch, (m, n, k) = (sizes[0], sizes[1:]) if batched else (1, sizes)
     layouts = args.layout.lower().split("/")
     if len(layouts) != 2 or not set(layouts) <= {"row", "col"}:
-        raise CommandError(f"--layout {args.layout!r}: expected A/B with each row or col, e.g. row/col")
+        raise UsageError(f"--layout {args.layout!r}: expected A/B with each row or col, e.g. row/col")
     bias = args.bias or ("row" if args.op in ("addmm", "baddbmm") else "none")
     if bias != "none" and args.op not in ("addmm", "baddbmm"):
-        raise CommandError(f"--bias {bias}: only addmm and baddbmm add a bias")
+        raise UsageError(f"--bias {bias}: only addmm and baddbmm add a bias")
     if args.tf32 and args.dtype != "float32":
-        raise CommandError("--tf32 applies to float32 inputs only")
+        raise UsageError("--tf32 applies to float32 inputs only")
     return GemmProblem(
         op=args.op, m=m, n=n, k=k, batch=batch, dtype=args.dtype,
         a_layout=layouts[0], b_layout=layouts[1], bias=bias, allow_tf32=args.tf32,

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from ..dataset import load_dataset
     from ..families import check_families, parse_families, without_families
     from ..model.train import TrainOptions, inference_hardware, train, write_model_manifest
-    from . import CommandError
+    from . import CommandError, UsageError
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -94,9 +94,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             held_out = check_families(dataset.problems, parse_families(args.holdout_families))
         except ValueError as err:
-            raise CommandError(f"--holdout-families: {err}") from None
+            raise UsageError(f"--holdout-families: {err}") from None
         if not without_families(problems, held_out):
-            raise CommandError("--holdout-families: that leaves no training problem")
+            raise UsageError("--holdout-families: that leaves no training problem")
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})
@@ -122,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if held_out:
         print(f"held out families: {', '.join(held_out)}")
+    if result.unusable_problems:
+        print(f"left out {result.unusable_problems} training problems with fewer than two timed candidates")
     print(f"wrote {result.checkpoint} and {manifest}")
     families = " --split all --families held-out" if held_out else ""
     print(f"next: diode validate {args.output} {' '.join(map(str, args.data))}{families}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from ..families import check_families, of_families, parse_families, without_families
     from ..model.train import inference_hardware
     from ..model.validate import validate
-    from . import CommandError
+    from . import CommandError, UsageError
 
     dataset = load_dataset(args.data)
     problems = dataset.problems if args.split == "all" else dataset.split(args.split)
@@ -96,14 +97,14 @@ def run(args: argparse.Namespace) -> int:
     if args.families:
         names = training.get("holdout_families", []) if args.families == "held-out" else parse_families(args.families)
         if not names:
-            raise CommandError(f"--families held-out: {args.model} was trained without held-out families")
+            raise UsageError(f"--families held-out: {args.model} was trained without held-out families")
         try:
             families = check_families(dataset.problems, names)
         except ValueError as err:
-            raise CommandError(f"--families: {err}") from None
+            raise UsageError(f"--families: {err}") from None
         problems = of_families(problems, families)
         if not problems:
-            raise CommandError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
+            raise UsageError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
         train_problems = without_families(train_problems, families)
     default_candidates = None
     if not args.no_default_baseline:
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     report["data"] = [str(path) for path in args.data]
     if args.report:
         args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(json.dumps(report, indent=2) + "\n")
+        args.report.write_text(json.dumps(_strict(report), indent=2, allow_nan=False) + "\n")
     if args.plots:
         from ..model.validation_plots import write_plots
 
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     if args.update_manifest:
         _update_manifest(Path(args.model), report)
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(_strict(report), indent=2, allow_nan=False))
     else:
         print_summary(report)
     return 0
@@ -148,27 +149,45 @@ def print_summary(report: dict[str, Any]) -> None:
     print(f"{report['problems']} problems, {report['candidates']} candidates on {report['hardware']}")
     print(f"{'':16}" + "".join(f"{name[:17]:>18}" for name in columns))
     for path, label in rows:
-        cells = []
-        for figures in columns.values():
-            value = _lookup(figures, path.split("."))
-            cells.append(f"{value:>18.4f}" if isinstance(value, float) else f"{'-':>18}")
-        print(f"{label:16}" + "".join(cells))
+        print(f"{label:16}" + "".join(f"{_figure(_lookup(figures, path.split('.')), 4):>18}" for figures in columns.values()))
     calibration = report.get("calibration")
     if calibration:
+        trusted = calibration["trusted"]
         print(
-            f"confidence: mean {calibration['mean_confidence']:.3f}, hit rate {calibration['hit_rate']:.3f}, "
-            f"ECE {calibration['ece']:.3f}, AUROC {calibration['auroc']:.3f}; {calibration['trusted']['problems']} "
-            f"at confidence >= {calibration['trusted']['threshold']}, worst top-1 {calibration['trusted']['top1_regret_worst']:.3f}"
+            f"confidence: mean {_figure(calibration['mean_confidence'], 3)}, hit rate {_figure(calibration['hit_rate'], 3)}, "
+            f"ECE {_figure(calibration['ece'], 3)}, AUROC {_figure(calibration['auroc'], 3)}; {trusted['problems']} "
+            f"at confidence >= {trusted['threshold']}, worst top-1 {_figure(trusted['top1_regret_worst'], 3)}"
         )
     print_groups("workload class", report["by_class"])
     print_groups("family", report["by_family"])
     for name, target in report["targets"].items():
         if "value" in target:
-            print(f"target {name} {target['target']}: {target['value']:.4f} {'met' if target['met'] else 'MISSED'}")
+            print(f"target {name} {target['target']}: {_figure(target['value'], 4)} {'met' if target['met'] else 'MISSED'}")
     losses = report["targets"]["better_than_every_baseline"]["losses"]
     print("better than every baseline: " + ("yes" if not losses else f"no, {len(losses)} figures lose:"))
     for loss in losses:
-        print(f"  {loss['figure']}: model {loss['model']:.4f} vs {loss['baseline']} {loss['baseline_value']:.4f}")
+        print(f"  {loss['figure']}: model {_figure(loss['model'], 4)} vs {loss['baseline']} {_figure(loss['baseline_value'], 4)}")
+
+
+def _strict(value: Any) -> Any:
+    """The report as strict JSON holds it: ``null`` for a figure that is not a number."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_strict(inner) for inner in value]
+    return value
+
+
+def _figure(value: Any, digits: int) -> str:
+    """A report figure for the text summary: ``-`` where there is none (absent, or not a number,
+    such as the AUROC of picks that never missed)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}" if math.isfinite(value) else "-"
 
 
 #: The columns of the per-class and per-family tables: (heading, report path).
@@ -197,24 +216,17 @@ def print_groups(title: str, groups: dict[str, Any]) -> None:
     )
     print(f"{title:24}" + "".join(f"{heading:>14}" for heading, _ in _GROUP_COLUMNS))
     for name, figures in groups.items():
-        cells = []
-        for heading, path in _GROUP_COLUMNS:
-            value = _lookup(figures, list(path))
-            if isinstance(value, int):
-                cells.append(f"{value:>14}")
-            else:
-                cells.append(f"{value:>14.3f}" if isinstance(value, float) else f"{'-':>14}")
-        print(f"{name[:23]:24}" + "".join(cells))
+        print(f"{name[:23]:24}" + "".join(f"{_figure(_lookup(figures, list(path)), 3):>14}" for _, path in _GROUP_COLUMNS))
 
 
 def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
     import dataclasses
 
     from ..model.manifest import read_manifest, write_manifest
-    from . import CommandError
+    from . import UsageError
 
     if not folder.is_dir():
-        raise CommandError(f"--update-manifest: {folder} is not a model folder")
+        raise UsageError(f"--update-manifest: {folder} is not a model folder")
     manifest = read_manifest(folder)
     # a figure that is not a number (no misses, so no AUROC) is left out rather than written as NaN
     metrics = {name: _lookup(report, list(path)) for name, path in _MANIFEST_METRICS}

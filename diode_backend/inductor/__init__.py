@@ -3,7 +3,8 @@
 :func:`install` arranges, through post-import hooks, that as each Inductor module is imported
 DIODE adds itself: options into ``config`` (plus ``DiodeChoices`` as the default choices
 class), the DIODE backend name into ``utils``' backend check, and the final selection step into
-``select_algorithm``. Nothing here is imported by ``import torch`` itself.
+``select_algorithm``; ``torch.compile(options=...)`` checks the diode options as soon as
+``torch`` itself is there. Nothing here is imported by ``import torch`` itself.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ def install() -> None:
         return
     from wrapt import register_post_import_hook
 
+    register_post_import_hook(_on_torch, "torch")  # at once inside `import torch`
     register_post_import_hook(_on_config, "torch._inductor.config")
     register_post_import_hook(_on_utils, "torch._inductor.utils")
     register_post_import_hook(_on_select_algorithm, "torch._inductor.select_algorithm")
@@ -37,6 +39,13 @@ def _never_raise(hook):
             record_error(f"install:{module.__name__}", err)
 
     return guarded
+
+
+@_never_raise
+def _on_torch(torch) -> None:
+    from .options import patch_compile_options
+
+    patch_compile_options(torch)
 
 
 @_never_raise

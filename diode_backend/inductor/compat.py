@@ -6,6 +6,7 @@ Each shim names the versions it covers; tests/test_inductor_compat.py exercises 
 from __future__ import annotations
 
 import inspect
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
@@ -36,3 +37,18 @@ def mark_config_dirty(module: ModuleType) -> None:
     else:
         module._is_dirty = True
         module._hash_digest = None
+
+
+def set_in_code(entry: Any) -> bool:
+    """Whether code has given a config entry a value: assignment, ``config.patch`` (also the
+    value a finished patch restores), ``torch.compile(options=...)``.
+
+    torch 2.13 keeps that value in a per-thread ContextVar (``user_override``), torch 2.11 in a
+    plain attribute; unset, either holds ``_UNSET_SENTINEL``.
+    """
+    from torch.utils._config_module import _UNSET_SENTINEL
+
+    value = entry.user_override
+    if isinstance(value, ContextVar):
+        value = value.get()
+    return value is not _UNSET_SENTINEL

@@ -33,17 +33,27 @@ class FeedbackRecord:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: with ``keep_choices``: each problem's Inductor choices by config, to run them again
     choices: dict[GemmProblem, dict[KernelConfig, Any]] | None = None
+    #: called with each problem as it is recorded (``ShardWriter.add``: kept on disk as it goes)
+    sink: Callable[[ProblemTimings], None] | None = None
 
     def save(self, timings: dict, name: str, input_nodes: list, choices: list, *_: Any) -> None:
         """The feedback saver: Inductor passes ``{choice: milliseconds}``, the op name, its
         input IR nodes and the choices (then a profiling thunk and precompile times, unused)."""
         try:
-            self.problems.append(self._describe(timings, name, input_nodes, choices))
+            item = self._describe(timings, name, input_nodes, choices)
         except UnsupportedProblem as err:
             self.skipped.append((name, str(err)))
+            return
         except Exception as err:  # never let collection break the user's compile
             counters.record_error("feedback", err)
             self.skipped.append((name, f"{type(err).__name__}: {err}"))
+            return
+        self.problems.append(item)
+        if self.sink is not None:
+            try:
+                self.sink(item)
+            except Exception as err:  # a failed write: the writer retries at its next flush
+                counters.record_error("feedback_sink", err)
 
     def _describe(self, timings: dict, name: str, input_nodes: list, choices: list) -> ProblemTimings:
         from torch._inductor.kernel_inputs import MMKernelInputs
@@ -54,7 +64,7 @@ class FeedbackRecord:
         problem = problem_from_inputs(inputs, name)
         configs, times, failed = [], [], 0
         for choice, ms in timings.items():
-            if not math.isfinite(ms):
+            if not 0.0 < ms < math.inf:  # did not run; a shard holds finite positive times only
                 failed += 1
                 continue
             configs.append(_config_of(choice))
@@ -74,9 +84,12 @@ class FeedbackRecord:
 
 
 @contextlib.contextmanager
-def record_inductor_timings(split: str = "train", keep_choices: bool = False) -> Iterator[FeedbackRecord]:
+def record_inductor_timings(
+    split: str = "train", keep_choices: bool = False, sink: Callable[[ProblemTimings], None] | None = None
+) -> Iterator[FeedbackRecord]:
     """Record every GEMM that Inductor autotunes inside the block (``keep_choices``: also keep
-    Inductor's choice objects, for :func:`choice_launcher`).
+    Inductor's choice objects, for :func:`choice_launcher`; ``sink``: also hand each problem
+    to it as it is recorded, e.g. ``ShardWriter.add``).
 
     Inductor's FX-graph and autotuning caches are switched off inside the block, so that each
     compiled GEMM is benchmarked in this process rather than replayed from disk; a function
@@ -90,7 +103,7 @@ def record_inductor_timings(split: str = "train", keep_choices: bool = False) ->
     from torch._inductor import config
     from torch._inductor.select_algorithm import get_algorithm_selector_cache
 
-    record = FeedbackRecord(split=split, choices={} if keep_choices else None)
+    record = FeedbackRecord(split=split, choices={} if keep_choices else None, sink=sink)
     cache = get_algorithm_selector_cache()
     cache.add_feedback_saver(record.save)
     try:

@@ -1,12 +1,14 @@
-"""Put the diode options into ``torch._inductor.config`` and validate them on assignment."""
+"""Put the diode options into ``torch._inductor.config`` and validate them on assignment and in
+``torch.compile(options=...)``."""
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
 from typing import Any
 
 from ..options import OPTIONS, OPTIONS_BY_NAME, DiodeOptionError, DiodeOptions, env_default
-from .compat import make_config_entry, mark_config_dirty
+from .compat import make_config_entry, mark_config_dirty, set_in_code
 
 #: Environment variables that held invalid values, reported at the first DIODE decision.
 _env_errors: dict[str, str] = {}
@@ -42,12 +44,39 @@ def _validating_setattr(self: ModuleType, name: str, value: Any) -> None:
     super(type(self), self).__setattr__(name, value)
 
 
+def patch_compile_options(torch_module: ModuleType) -> None:
+    """Check the diode options given to ``torch.compile(options=...)`` as assignment checks them,
+    before torch type-checks them against their config type (``_TorchCompileInductorWrapper.
+    apply_options``, torch 2.11 and 2.13), so that a wrong value raises :class:`DiodeOptionError`
+    naming the option instead of torch's "Unexpected type of attr"; values are normalised as
+    assignment normalises them (``"3"`` for ``diode_top_k`` is 3). Idempotent."""
+    cls = torch_module._TorchCompileInductorWrapper
+    original = cls.apply_options
+    if getattr(original, "_diode_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def apply_options(self, options: dict[str, Any] | None) -> None:
+        if options:
+            options = {key: _checked(key, value) for key, value in options.items()}
+        return original(self, options)
+
+    apply_options._diode_wrapped = True
+    cls.apply_options = apply_options
+
+
+def _checked(key: str, value: Any) -> Any:
+    spec = OPTIONS_BY_NAME.get(key.replace("-", "_"))  # torch.compile accepts dashed names too
+    return value if spec is None else spec.check(spec.name, value)
+
+
 def current_options() -> DiodeOptions:
-    """The validated options in effect now; raises :class:`DiodeOptionError` for a bad value
-    (including an invalid ``TORCHINDUCTOR_DIODE_*`` environment variable)."""
+    """The validated options in effect now; raises :class:`DiodeOptionError` for a bad value,
+    and for an invalid ``TORCHINDUCTOR_DIODE_*`` environment variable unless code has set that
+    option (its value wins)."""
     from torch._inductor import config
 
     for name, error in _env_errors.items():
-        if getattr(config, name) == OPTIONS_BY_NAME[name].default:  # not overridden in code
+        if not set_in_code(config._config[name]):
             raise DiodeOptionError(error)
     return DiodeOptions.from_values(lambda name: getattr(config, name))

@@ -105,6 +105,8 @@ class TrainResult:
     stopping_problems: int
     calibration_problems: int
     seconds: float
+    #: training problems left out for having fewer than two timed candidates (:func:`usable`)
+    unusable_problems: int = 0
 
 
 class _Rows:
@@ -210,9 +212,19 @@ def train(
     """
     started = time.monotonic()
     output = Path(output)
-    records = usable(without_families(records, holdout_families))
+    given = without_families(records, holdout_families)
+    records = usable(given)
+    unusable = len(given) - len(records)
     families = [family_of(record) for record in records]
-    train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
+    try:
+        train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
+    except ValueError as err:
+        if not unusable:
+            raise
+        raise ValueError(
+            f"{err}: {unusable} of the {len(given)} training problems have fewer than two timed "
+            "candidates, and a ranking is learnt from two or more"
+        ) from None
     train_rows, stop_rows, calibration_rows = (
         _Rows.build([records[i] for i in ids], extractor, hardware) for ids in (train_ids, stop_ids, calibration_ids)
     )
@@ -311,6 +323,7 @@ def train(
         stopping_problems=len(stop_ids),
         calibration_problems=calibration_problems,
         seconds=time.monotonic() - started,
+        unusable_problems=unusable,
     )
 
 
