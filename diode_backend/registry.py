@@ -62,25 +62,13 @@ def known_hardware() -> dict[str, HardwareInfo]:
 
 
 def resolve_hardware(spec: str | None = None) -> HardwareInfo:
-    """The hardware a user names: a known short name (``h100``), or a device (``cuda:0``,
-    ``cpu``) to detect; the default device (``cuda`` when available, else ``cpu``) when None.
-    Raises :class:`DiodeOptionError` with the known names when neither fits."""
-    import torch
-
-    known = known_hardware()
-    if spec and spec.lower() in known:
-        return known[spec.lower()]
-    device = spec or default_device()
-    try:
-        torch.device(device)
-    except RuntimeError:
-        names = ", ".join(sorted(known)) or "none (install a hardware plugin such as diode-nvidia)"
-        raise DiodeOptionError(
-            f"unknown hardware {spec!r}: name a known device ({names}) or a torch device such as cuda:0"
-        ) from None
-    hardware = detect_hardware(device)
+    """The hardware a user names (:func:`get_detected_hardware`), which must be describable.
+    Raises :class:`DiodeOptionError` naming the known names, or saying no plugin describes it."""
+    hardware = get_detected_hardware(spec)
     if hardware is None:
-        raise DiodeOptionError(f"no plugin can describe device {device!r}; name known hardware instead (e.g. h100)")
+        raise DiodeOptionError(
+            f"no plugin can describe device {spec or default_device()!r}; name known hardware instead (e.g. h100)"
+        )
     return hardware
 
 
@@ -243,10 +231,27 @@ def load_scorer(entry: ScorerEntry) -> GemmScorer:
     return _memoized(("scorer", entry.name), entry.load)
 
 
-def get_detected_hardware(device: str | None = None) -> HardwareInfo | None:
-    """The hardware DIODE sees on ``device`` (default ``cuda`` when available, else ``cpu``),
-    or None when no plugin can describe it."""
-    return detect_hardware(device or default_device())
+def get_detected_hardware(hardware: str | None = None) -> HardwareInfo | None:
+    """The hardware DIODE sees for ``hardware``: a known short name (``"h100"``, from the
+    ``diode_known_hardware`` hook), or a device (``"cuda:0"``, ``"cpu"``; default ``cuda`` when
+    available, else ``cpu``) to detect. None when no plugin can describe that device.
+
+    :raises DiodeOptionError: ``hardware`` is neither a known name nor a device, naming the known names.
+    """
+    import torch
+
+    known = known_hardware()
+    if hardware and hardware.lower() in known:
+        return known[hardware.lower()]
+    device = hardware or default_device()
+    try:
+        torch.device(device)
+    except RuntimeError:
+        names = ", ".join(sorted(known)) or "none (install a hardware plugin such as diode-nvidia)"
+        raise DiodeOptionError(
+            f"unknown hardware {hardware!r}: name a known device ({names}) or a torch device such as cuda:0"
+        ) from None
+    return detect_hardware(device)
 
 
 def list_available_models(hardware: HardwareInfo | str | None = None) -> list[str]:

@@ -166,6 +166,7 @@ def test_predict_with_a_learned_model_prints_its_confidence(capsys, tmp_path):
         (["predict", "mm", "4x4x4", "--bias", "row"], "only addmm and baddbmm"),
         (["predict", "mm", "4x4x4", "--tf32"], "float32 inputs only"),
         (["predict", "mm", "4x4x4", "--hardware", "h900"], "unknown hardware 'h900'"),
+        (["status", "--hardware", "h900"], "unknown hardware 'h900'"),
         (["predict", "mm", "4x4x4", "--hardware", "h100", "--model", "nope"], "no such model"),
         (["predict", "mm", "4x4x4", "--top-k", "0"], "expected a whole number >= 1"),
         (["predict"], "give the op and the shape"),
@@ -214,6 +215,25 @@ def test_cache_info_before_anything_was_cached(capsys, isolated_caches):
 
 
 def test_status_mentions_the_prediction_cache(capsys, isolated_caches):
-    code, out, _ = run(capsys, "status", "--device", "cpu")
+    code, out, _ = run(capsys, "status", "--hardware", "cpu")
     assert code == 0
     assert f"prediction cache: {isolated_caches / 'diode' / 'predictions-v1'} (0 entries" in out
+
+
+def test_status_describes_named_hardware_without_having_it(capsys):
+    code, out, err = run(capsys, "status", "--hardware", "h100")
+    assert code == 0, err
+    assert "hardware: NVIDIA H100 80GB HBM3 (nvidia)  [h100]" in out
+    assert "  * nvidia-h100-gemm: " in out and "  + analytical: " in out
+    code, out, err = run(capsys, "status", "--device", "h100")  # the earlier name of the option
+    assert code == 0 and "[h100]" in out and "--device is deprecated, use --hardware" in err
+
+
+def test_status_reports_an_invalid_environment_variable_and_fails():
+    done = subprocess.run(
+        [sys.executable, "-m", "diode_backend", "status", "--hardware", "cpu"],
+        env={**os.environ, "TORCHINDUCTOR_DIODE_TOP_K": "abc"}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "diode_top_k = 5  INVALID TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1" in done.stdout
+    assert done.stderr.strip() == "diode status: error: TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1"

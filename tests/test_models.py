@@ -340,6 +340,17 @@ def test_get_detected_hardware_describes_this_machine():
     assert hardware.device_type == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def test_hardware_can_be_named_wherever_it_is_asked_for(h100):
+    assert diode_backend.get_detected_hardware("h100") == h100
+    assert diode_backend.get_detected_hardware("cpu").device_type == "cpu"
+    report = diode_backend.status("h100")
+    assert report["hardware"] == h100.to_dict() and report["requested"] == "h100"
+    assert [m["name"] for m in report["models"] if m["selected"]] == ["nvidia-h100-gemm"]
+    for ask in (diode_backend.get_detected_hardware, diode_backend.status):
+        with pytest.raises(DiodeOptionError, match="unknown hardware 'h900': name a known device"):
+            ask("h900")
+
+
 def test_list_available_models_without_and_with_hardware(models_path):
     write_model_folder(models_path / "m", "acme-h100")
     names = diode_backend.list_available_models()
