@@ -42,6 +42,23 @@ def test_shapes_traces_a_model_file(capsys, tmp_path):
     out = tmp_path / "tiny.json"
     assert run(capsys, "collect", "shapes", "--model", f"{script}:run", "-o", str(out))[0] == 0
     assert shapes.from_json(out) == [("model:tiny", GemmProblem("addmm", 4, 16, 32, dtype="float32", b_layout="col", bias="row"))]
+    out = tmp_path / "new-folder" / "tiny-bf16.json"  # a folder that does not exist yet
+    assert run(capsys, "collect", "shapes", "--model", f"{script}:run", "--dtype", "bfloat16", "-o", str(out))[0] == 0
+    assert shapes.from_json(out) == [("model:tiny", GemmProblem("addmm", 4, 16, 32, dtype="bfloat16", b_layout="col", bias="row"))]
+    assert run(capsys, "collect", "shapes", "--model", f"{script}:run", "--dtype", "float32", "--tf32", "-o", str(out))[0] == 0
+    assert [p.allow_tf32 for _, p in shapes.from_json(out)] == [True]
+
+
+def test_shapes_from_a_function_that_runs_no_gemm_fails(capsys, tmp_path):
+    script = tmp_path / "idle.py"
+    script.write_text("def build():\n    return None\n")
+    for target, message in (
+        (f"{script}:build", f"--model: build() in {script} ran no mm, addmm, bmm or baddbmm (does it run the model?)"),
+        (f"{script}:missing", f"--model: {script} defines no function 'missing'"),
+    ):
+        code, _, err = run(capsys, "collect", "shapes", "--model", target, "-o", str(tmp_path / "out.json"))
+        assert code != 0 and err == f"diode collect: error: {message}\n"
+        assert not (tmp_path / "out.json").exists()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the messages on a machine without a GPU")

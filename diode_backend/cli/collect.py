@@ -39,8 +39,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     shapes.add_argument("--family", metavar="A,B", help="with --zoo: only these families")
     shapes.add_argument("--exclude-family", metavar="C,D", help="with --zoo: all families but these")
     shapes.add_argument("--op", default="mm", choices=["mm", "addmm", "bmm", "baddbmm"])
-    shapes.add_argument("--dtype", default="bfloat16", choices=["float16", "bfloat16", "float32"])
-    shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only)")
+    shapes.add_argument(
+        "--dtype",
+        choices=["float16", "bfloat16", "float32"],
+        help="input dtype (default: bfloat16 for --generator; with --model or --zoo every GEMM is "
+        "recorded at this dtype instead of the one it ran in)",
+    )
+    shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only; with --model or --zoo, on every GEMM)")
     shapes.add_argument("--layout", default="row/row", choices=["row/row", "row/col", "col/row", "col/col"])
     shapes.add_argument("--bias", default="row", choices=["none", "row", "full"], help="for addmm, baddbmm")
     shapes.add_argument("--batch", type=int, default=8, help="for bmm, baddbmm")
@@ -144,8 +149,12 @@ def run_shapes(args: argparse.Namespace) -> int:
         file, _, function = args.model.rpartition(":")
         if not file or not function:
             raise CommandError("--model takes FILE.py:FUNCTION")
-        run = runpy.run_path(file)[function]
+        run = runpy.run_path(file).get(function)
+        if not callable(run):
+            raise CommandError(f"--model: {file} defines no function {function!r}")
         named = shapes.from_model(Path(file).stem, run)
+        if not named:
+            raise CommandError(f"--model: {function}() in {file} ran no mm, addmm, bmm or baddbmm (does it run the model?)")
     else:
         name, _, count = args.generator.partition(":")
         if name not in GENERATORS:
@@ -157,9 +166,11 @@ def run_shapes(args: argparse.Namespace) -> int:
             sizes = make(int(count or 100), seed=args.seed)
         a_layout, b_layout = args.layout.split("/")
         named = shapes.expand(
-            name.replace("-", "_"), sizes, op=args.op, dtype=args.dtype, a_layout=a_layout, b_layout=b_layout,
+            name.replace("-", "_"), sizes, op=args.op, dtype=args.dtype or "bfloat16", a_layout=a_layout, b_layout=b_layout,
             bias=args.bias, allow_tf32=args.tf32, batch=args.batch,
         )  # fmt: skip
+    if (args.model or args.zoo) and (args.dtype or args.tf32):
+        named = shapes.retyped(named, args.dtype, args.tf32)
     shapes.to_json(named, args.output, Path(args.output).stem)
     print(f"{len(named)} problems -> {args.output}")
     return 0
