@@ -99,9 +99,12 @@ def test_models_shows_source_applies_picked_and_manifest(capsys, models_path):
     assert "+ analytical  [built-in]  priority -100" in out
     assert "  example-bias-epilogue  [plugin example (diode-example 0.1.0)]" in out
     assert "hardware H100; ops mm, addmm, bmm, baddbmm" in out and "top1_regret_geomean 1.021" in out
+    assert out.endswith("picked acme-h100: priority 3, above analytical's -100\n")
     code, out, _ = run(capsys, "models", "--hardware", "a100", "--json")
-    rows = {row["name"]: row for row in json.loads(out)["models"]}
+    report = json.loads(out)
+    rows = {row["name"]: row for row in report["models"]}
     assert rows["analytical"]["picked"] and not rows["acme-h100"]["applies"]
+    assert report["picked_because"] == "the only usable model that applies to NVIDIA A100-SXM4-80GB"
     assert rows["acme-h100"]["manifest"]["sha256"]
 
 
