@@ -182,6 +182,17 @@ def test_errors_are_one_clear_line_and_a_nonzero_exit(capsys, argv, message):
     assert err.startswith(f"diode {argv[0]}: error: ")
 
 
+def test_predict_says_which_ops_a_model_was_not_trained_for(capsys, tmp_path):
+    folder = write_model_folder(tmp_path / "mm-only", "mm-only", ops=("mm", "addmm"), dtypes=("bfloat16",))
+    for op, shape, dtype in (("baddbmm", "8x64x64x64", "bfloat16"), ("mm", "64x64x64", "float16")):
+        code, out, err = run(capsys, "predict", op, shape, "--dtype", dtype, "--hardware", "h100", "--model", str(folder))
+        assert code != 0 and out == ""
+        assert err == (
+            f"diode predict: error: model {folder} was not trained for {op} in {dtype} (it knows mm, addmm in "
+            "bfloat16); name another with --model (`diode models` lists them)\n"
+        )
+
+
 def test_predict_lists_the_hardware_it_can_name(capsys):
     code, out, _ = run(capsys, "predict", "--hardware", "list")
     assert code == 0

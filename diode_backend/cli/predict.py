@@ -87,6 +87,14 @@ def run(args: argparse.Namespace) -> int:
 
     configs = candidate_space(problem, hardware, args.space)
     ranking = rank_candidates(scorer, problem, configs, hardware)
+    if not ranking.order:
+        ops, dtypes = getattr(scorer, "ops", ()), getattr(scorer, "dtypes", ())
+        if (ops and problem.op not in ops) or (dtypes and problem.dtype not in dtypes):
+            raise CommandError(
+                f"model {entry.name} was not trained for {problem.op} in {problem.dtype} (it knows "
+                f"{', '.join(ops)} in {', '.join(dtypes)}); name another with --model (`diode models` lists them)"
+            )
+        raise CommandError(f"model {entry.name} scores none of the {len(configs)} candidates of {problem.describe()}")
     best = ranking.times_us[ranking.order[0]] if ranking.order else math.nan
     top = [
         {"rank": rank, "candidate": configs[i].describe(), "config": configs[i].to_dict(),

@@ -90,6 +90,14 @@ def run(args: argparse.Namespace) -> int:
     hardware = inference_hardware(dataset.hardware)
     entry = registry.pick_entry(hardware, args.model)
     scorer = registry.load_scorer(entry)
+    manifest = getattr(entry, "manifest", None)
+    if manifest is not None and not manifest.applies_to(hardware):
+        meant = ", ".join(manifest.hardware) or "no hardware by itself"
+        print(
+            f"diode validate: warning: {entry.name} is meant for {meant}, but the data was measured on "
+            f"{hardware.name}: its figures say how it ranks that device's kernels, which it never saw",
+            file=sys.stderr,
+        )
     training = getattr(getattr(scorer, "checkpoint", None), "training", {})
     train_problems = (load_dataset(args.train_data) if args.train_data else dataset).split("train")
     families: list[str] = []
