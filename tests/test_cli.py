@@ -47,6 +47,20 @@ def test_subcommands_are_registered_with_complete_help():
                 assert action.help, f"{command}: {action.dest} has no help"
 
 
+def test_help_and_version_import_no_torch():
+    """`diode --help` answers at once: building the parser (every subcommand's) imports no torch."""
+    code = (
+        "import sys\nfrom diode_backend.cli import main\n"
+        "for argv in (['--help'], ['--version'], ['train', '--help'], ['collect', 'sweep', '--help']):\n"
+        "    try:\n        main(argv)\n    except SystemExit as done:\n        assert done.code == 0, argv\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "diode 0.1.0\n" in done.stdout and "--max-epochs MAX_EPOCHS" in done.stdout
+    assert done.stdout.endswith("False\n")
+
+
 def test_console_script_runs_in_a_real_process():
     script = Path(sys.executable).with_name("diode")
     command = [str(script)] if script.exists() else [sys.executable, "-c", "from diode_backend.cli import main; raise SystemExit(main())"]

@@ -146,6 +146,15 @@ def test_diode_train_then_validate(tmp_path, capsys):
     assert metrics["validation_problems"] == 8
 
 
+def test_strict_validation_fails_when_a_target_is_missed(tmp_path, capsys):
+    data = write_dataset(tmp_path / "data", train=10, validation=6)
+    assert main(["validate", "analytical", str(data), "--no-default-baseline"]) == 0  # a report, whatever its figures
+    out, _ = capsys.readouterr()
+    assert "MISSED" in out  # the analytical scorer does not know the data's 8-warp penalty
+    assert main(["validate", "analytical", str(data), "--no-default-baseline", "--strict"]) == 1
+    assert capsys.readouterr().err.startswith("diode validate: analytical misses the targets top1_regret.geomean")
+
+
 def test_validating_a_model_on_another_devices_data_warns(tmp_path, capsys):
     cpu = HardwareInfo(name="Intel Xeon", vendor="cpu", device_type="cpu")
     write_shard(tmp_path / "cpu" / "part-000.msgpack", DatasetMeta(cpu, {}), synthetic_problems(4, "validation"))

@@ -72,6 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="copy the headline figures into MODEL's manifest.json (MODEL must be a model folder)",
     )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 1 when the model misses a target (a bound on a figure, or beating every baseline)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -145,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print_summary(report)
+    missed = [name for name, target in report["targets"].items() if not target["met"]]
+    if args.strict and missed:
+        print(f"diode validate: {entry.name} misses the targets {', '.join(missed)}", file=sys.stderr)
+        return 1
     return 0
 
 
