@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list (imports Inductor)")
     parser.add_argument("--report", type=Path, help="write the full JSON report here")
-    parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib)")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib: pip install 'diode-backend[plots]')")
     parser.add_argument(
         "--update-manifest",
         action="store_true",
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         from ..model.validation_plots import write_plots
 
         written = write_plots(report, args.plots)
-        print("plots: " + (", ".join(map(str, written)) if written else "skipped (matplotlib is not installed)"), file=sys.stderr)
+        print("plots: " + (", ".join(map(str, written)) if written else "skipped (matplotlib is not installed: pip install 'diode-backend[plots]')"), file=sys.stderr)
     if args.update_manifest:
         _update_manifest(Path(args.model), report)
     if args.json:
