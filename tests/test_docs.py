@@ -13,13 +13,14 @@ A block marked ``gpu`` needs a CUDA GPU, or what an earlier ``gpu`` block made o
 skipped; ``zoo`` needs the ``zoo`` extra and is skipped without it; ``fresh-machine`` installs
 into a new virtual environment and must be what ``.ci/run`` runs. The blocks of one document
 run in order in a fresh copy of the repository (so examples write beside the paths they name
-and build on each other), with this interpreter's ``diode`` and ``python`` first on PATH and no
-``DIODE_*`` or ``TORCHINDUCTOR_*`` variables but the caches' folders.
+and build on each other), with this interpreter's ``python`` and ``diode`` (``python -m
+diode_backend``) first on PATH and no ``DIODE_*`` or ``TORCHINDUCTOR_*`` variables but the
+caches' folders.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import inspect
 import os
 import re
@@ -88,7 +89,7 @@ def test_every_example_says_what_it_is_and_needs():
 def test_the_fresh_machine_commands_are_what_ci_runs():
     ci = {line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()}
     fresh = [block for block in BLOCKS if "fresh-machine" in block.marks]
-    assert [str(block) for block in fresh] == ["README.md:20"]
+    assert [block.document.name for block in fresh] == ["README.md"]
     for block in fresh:
         commands = [line.strip() for line in block.text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
         assert commands and all(command in ci for command in commands), f"{block}: .ci/run must run {commands}"
@@ -102,17 +103,19 @@ class DocumentRun:
         self.results: dict[int, str | None] = {}  # block line -> failure, None when it passed
 
     def prepare(self) -> None:
-        if self.folder.exists():
-            return
         ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", "build")
         shutil.copytree(ROOT, self.folder / "repo", symlinks=True, ignore=ignore)
         (self.folder / "scripts").mkdir()
+        (self.folder / "bin").mkdir()
+        diode = self.folder / "bin" / "diode"  # the command of the diode_backend this interpreter imports
+        diode.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m diode_backend "$@"\n')
+        diode.chmod(0o755)
 
     @property
     def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DIODE_", "TORCHINDUCTOR_"))}
         env.update(
-            PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            PATH=os.pathsep.join([str(self.folder / "bin"), str(Path(sys.executable).parent), env.get("PATH", "")]),
             XDG_CACHE_HOME=str(self.folder / "cache"),  # the prediction cache's default place
             TORCHINDUCTOR_CACHE_DIR=str(self.folder / "inductor-cache"),
             PYTHONUNBUFFERED="1",  # standard output and error interleave as on a terminal
@@ -175,8 +178,20 @@ def document_runs() -> dict[Path, DocumentRun]:
 def _skip_reason(block: Block) -> str | None:
     if "gpu" in block.marks:
         return "needs a CUDA GPU"
-    if "zoo" in block.marks and not all(importlib.util.find_spec(name) for name in ("transformers", "timm", "diffusers")):
-        return "needs the zoo extra (pip install 'diode-backend[zoo]')"
+    if "zoo" in block.marks:
+        return _zoo_unavailable()
+    return None
+
+
+@functools.cache
+def _zoo_unavailable() -> str | None:
+    """Why the zoo's tracing libraries cannot be used here (the zoo extra), or None."""
+    from diode_backend.collect import zoo
+
+    try:
+        zoo._require_tracing_libraries()
+    except zoo.ZooUnavailable as err:
+        return str(err)
     return None
 
 
