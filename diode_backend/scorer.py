@@ -75,8 +75,9 @@ class ScorerEntry:
     :param identity: the scorer's identity known without loading it (e.g. a manifest's
         checksum); empty means "load the scorer and ask it".
     :param validated_regret: the geometric mean of the top-1 regret measured by validation
-        (a manifest's ``top1_regret_geomean``; 1.0 is always the fastest), or None when not
-        validated: among scorers of equal priority, the lowest is picked, an unvalidated one last.
+        (a manifest's ``top1_regret_geomean``; 1.0: every pick was the fastest), or None when
+        not validated: among scorers of equal priority, the lowest is picked, an unvalidated
+        one last.
     """
 
     name: str

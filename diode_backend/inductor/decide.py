@@ -164,7 +164,7 @@ def select_final_choices(choices: Sequence[Any]) -> list[Any]:
     fallback = next((m for m in marks if isinstance(m, FallbackMark)), None)
     if fallback is not None:
         counters.record_fallback(fallback.reason)
-        what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {len(choices)} candidates"
+        what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {_count(len(choices))}"
         log.info("%s: not ranked by DIODE (%s): %s", fallback.problem, fallback.reason, what)
         return list(choices)
     marked = [i for i, mark in enumerate(marks) if isinstance(mark, CandidateMark)]
@@ -205,10 +205,14 @@ def _decision_line(
         sure += f", under the threshold {context.options.diode_confidence_threshold:g}"
     source = "from the prediction cache" if all(m.from_cache for m in marks) else "predicted"
     if kept == 1:
-        what = f"{best.config.describe()} alone of {candidates} candidates, nothing benchmarked"
+        what = f"{best.config.describe()} alone of {_count(candidates)}, nothing benchmarked"
     else:
-        what = f"Inductor benchmarks {kept} of {candidates} candidates, predicted best {best.config.describe()}"
+        what = f"Inductor benchmarks {kept} of {_count(candidates)}, predicted best {best.config.describe()}"
     return f"{context.problem.describe()}: {what} (confidence {sure}; model {context.entry.name}, {source})"
+
+
+def _count(candidates: int) -> str:
+    return f"{candidates} candidate" + ("" if candidates == 1 else "s")
 
 
 def _union_ranking(marks: list[CandidateMark]) -> Ranking:
