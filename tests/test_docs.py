@@ -95,14 +95,17 @@ def test_the_fresh_machine_commands_are_what_ci_runs():
         assert commands and all(command in ci for command in commands), f"{block}: .ci/run must run {commands}"
 
 
+def runs(block: Block) -> bool:
+    """Whether the test suite runs ``block`` (where it has what the block needs)."""
+    return block.language in RUN and "fresh-machine" not in block.marks
+
+
 class DocumentRun:
     """One document's examples, run in order in a copy of the repository."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.results: dict[int, str | None] = {}  # block line -> failure, None when it passed
-
-    def prepare(self) -> None:
         ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", "build")
         shutil.copytree(ROOT, self.folder / "repo", symlinks=True, ignore=ignore)
         (self.folder / "scripts").mkdir()
@@ -128,8 +131,13 @@ class DocumentRun:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
-    def failure(self, block: Block) -> str | None:
-        """Why ``block`` does not run as written, or None."""
+    def outcome(self, block: Block) -> str | None:
+        """Why ``block`` does not run as written, or None; each block runs once."""
+        if block.line not in self.results:
+            self.results[block.line] = self._failure(block)
+        return self.results[block.line]
+
+    def _failure(self, block: Block) -> str | None:
         if block.language == "bash":
             done = self.run(["bash", "-euo", "pipefail", "-c", block.text])
             return None if done.returncode == 0 else f"exit status {done.returncode}:\n{done.stdout[-4000:]}"
@@ -177,7 +185,7 @@ def document_runs() -> dict[Path, DocumentRun]:
 
 def _skip_reason(block: Block) -> str | None:
     if "gpu" in block.marks:
-        return "needs a CUDA GPU"
+        return "needs a CUDA GPU, or data collected on one"
     if "zoo" in block.marks:
         return _zoo_unavailable()
     return None
@@ -195,26 +203,22 @@ def _zoo_unavailable() -> str | None:
     return None
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.language in RUN and "fresh-machine" not in b.marks], ids=str)
+@pytest.mark.parametrize("block", [b for b in BLOCKS if runs(b)], ids=str)
 def test_the_example_runs_as_written(block, document_runs, tmp_path_factory):
     reason = _skip_reason(block)
     if reason:
         pytest.skip(reason)
-    runner = document_runs.get(block.document)
-    if runner is None:
-        runner = document_runs[block.document] = DocumentRun(tmp_path_factory.mktemp(block.document.stem))
-        runner.prepare()
+    if block.document not in document_runs:
+        document_runs[block.document] = DocumentRun(tmp_path_factory.mktemp(block.document.stem))
+    run = document_runs[block.document]
     # the document's earlier examples first, in order: later ones build on them
     for earlier in fenced_blocks(block.document):
         if earlier.line >= block.line:
             break
-        if earlier.language in RUN and "fresh-machine" not in earlier.marks and not _skip_reason(earlier):
-            if earlier.line not in runner.results:
-                runner.results[earlier.line] = runner.failure(earlier)
-            assert runner.results[earlier.line] is None, f"{earlier}, which {block} builds on, failed: {runner.results[earlier.line]}"
-    if block.line not in runner.results:
-        runner.results[block.line] = runner.failure(block)
-    failure = runner.results[block.line]
+        if runs(earlier) and not _skip_reason(earlier):
+            failure = run.outcome(earlier)
+            assert failure is None, f"{earlier}, which {block} builds on, does not run as written: {failure}"
+    failure = run.outcome(block)
     assert failure is None, f"{block} does not run as written: {failure}"
 
 
