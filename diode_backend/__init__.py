@@ -13,7 +13,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__", "hookimpl", "stats", "reset_stats", "status", "with_diode", "DiodeOptionError",
-    "list_available_models", "get_detected_hardware", "register_model",
+    "list_available_models", "get_detected_hardware", "register_model", "set_log_level",
+    "get_prediction_stats", "profile_predictions",
 ]  # fmt: skip
 
 
@@ -24,10 +25,12 @@ def __getattr__(name: str) -> Any:
         from .hookspecs import PROJECT_NAME
 
         value = pluggy.HookimplMarker(PROJECT_NAME)
-    elif name in ("stats", "reset_stats"):
+    elif name in ("stats", "reset_stats", "get_prediction_stats", "profile_predictions"):
         from . import counters
 
         value = getattr(counters, name)
+    elif name == "set_log_level":
+        from .logs import set_log_level as value
     elif name == "status":
         from .report import status as value
     elif name == "with_diode":

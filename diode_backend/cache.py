@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -410,7 +410,7 @@ def cached_rank(
     if ranking is not None:
         counters.record_counter("prediction_cache_hits")
         counters.record_counter("prediction_cache_hit_us", _elapsed_us(start))
-        return ranking
+        return replace(ranking, from_cache=True)
     ranking = rank_candidates(scorer, problem, configs, hardware)
     if cache is not None and key is not None:
         try:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import threading
 from collections import Counter, deque
+from collections.abc import Iterator
 from typing import Any
 
-log = logging.getLogger("diode_backend")
+from .logs import log
 
 #: Why a GEMM was left to Inductor's own choice (or to the best guess), for the stats.
 FALLBACK_REASONS = (
@@ -30,6 +31,22 @@ _errors: Counter[str] = Counter()
 _confidence = [0.0, 0]  # sum, count of decisions that had a confidence
 _recent: deque[dict[str, Any]] = deque(maxlen=32)  # the last decisions, newest last
 _logged: set[tuple[str, str]] = set()
+_profiles: list[_Tally] = []  # one per profile_predictions() block open now
+
+
+class _Tally:
+    """What get_prediction_stats() reports, counted from some moment on."""
+
+    def __init__(self) -> None:
+        self.predictions = self.fallbacks = self.confident = 0
+        self.confidence_sum = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "total_predictions": self.predictions,
+            "avg_confidence": self.confidence_sum / self.confident if self.confident else None,
+            "fallbacks": self.fallbacks,
+        }
 
 
 def record_decision(
@@ -50,11 +67,18 @@ def record_decision(
         if confidence is not None:
             _confidence[0] += confidence
             _confidence[1] += 1
+        for tally in _profiles:
+            tally.predictions += 1
+            if confidence is not None:
+                tally.confidence_sum += confidence
+                tally.confident += 1
 
 
 def record_fallback(reason: str) -> None:
     with _lock:
         _fallbacks[reason] += 1
+        for tally in _profiles:
+            tally.fallbacks += 1
 
 
 def record_counter(name: str, amount: int = 1) -> None:
@@ -112,6 +136,34 @@ def stats() -> dict[str, Any]:
 
 
 _DECISION_KEYS = {"decisions", "single_pick", "benchmarked_top_k", "candidates_seen", "candidates_kept"}
+
+
+def get_prediction_stats() -> dict[str, Any]:
+    """The original torch-diode summary of :func:`stats`: ``total_predictions`` (GEMMs DIODE
+    ranked), ``avg_confidence`` (their mean confidence; None before any had one) and
+    ``fallbacks`` (GEMMs DIODE did not pick alone although asked: no model, an unsupported op
+    or dtype, low confidence, an internal error, ...; by reason in ``stats()["fallbacks"]``)."""
+    tally = _Tally()
+    with _lock:
+        tally.predictions, tally.fallbacks = _counts["decisions"], sum(_fallbacks.values())
+        tally.confidence_sum, tally.confident = _confidence
+    return tally.summary()
+
+
+@contextlib.contextmanager
+def profile_predictions() -> Iterator[dict[str, Any]]:
+    """``with profile_predictions() as profile:`` counts what DIODE decides inside the block,
+    in every thread of the process; when the block ends, ``profile`` holds the keys of
+    :func:`get_prediction_stats` for those decisions alone."""
+    tally, profile = _Tally(), {}
+    with _lock:
+        _profiles.append(tally)
+    try:
+        yield profile
+    finally:
+        with _lock:
+            _profiles.remove(tally)
+        profile.update(tally.summary())
 
 
 def reset_stats() -> None:

@@ -3,7 +3,8 @@ built-in ones (registered after, marked ``trylast``), loaded lazily and once.
 
 Environment:
     ``DIODE_DISABLE_PLUGINS=1``  load no third-party plugins (built-ins only).
-    ``DIODE_TRACE_HOOKS=1``      log every hook call and result at DEBUG level.
+    ``DIODE_TRACE_HOOKS=1``      print every hook call and its result (logger ``diode_backend.plugins``
+                                 at DEBUG, shown without any logging configuration).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 
 import pluggy
 
-from . import counters, hookspecs
+from . import counters, hookspecs, logs
 
 log = logging.getLogger("diode_backend.plugins")
 
@@ -55,6 +56,8 @@ def _create_manager() -> pluggy.PluginManager:
     if os.environ.get("DIODE_TRACE_HOOKS", "") not in ("", "0"):
         pm.trace.root.setwriter(lambda message: log.debug("%s", message.rstrip()))
         pm.enable_tracing()
+        log.setLevel(logging.DEBUG)
+        logs.show(log)
     return pm
 
 

@@ -62,25 +62,13 @@ def known_hardware() -> dict[str, HardwareInfo]:
 
 
 def resolve_hardware(spec: str | None = None) -> HardwareInfo:
-    """The hardware a user names: a known short name (``h100``), or a device (``cuda:0``,
-    ``cpu``) to detect; the default device (``cuda`` when available, else ``cpu``) when None.
-    Raises :class:`DiodeOptionError` with the known names when neither fits."""
-    import torch
-
-    known = known_hardware()
-    if spec and spec.lower() in known:
-        return known[spec.lower()]
-    device = spec or default_device()
-    try:
-        torch.device(device)
-    except RuntimeError:
-        names = ", ".join(sorted(known)) or "none (install a hardware plugin such as diode-nvidia)"
-        raise DiodeOptionError(
-            f"unknown hardware {spec!r}: name a known device ({names}) or a torch device such as cuda:0"
-        ) from None
-    hardware = detect_hardware(device)
+    """The hardware a user names (:func:`get_detected_hardware`), which must be describable.
+    Raises :class:`DiodeOptionError` naming the known names, or saying no plugin describes it."""
+    hardware = get_detected_hardware(spec)
     if hardware is None:
-        raise DiodeOptionError(f"no plugin can describe device {device!r}; name known hardware instead (e.g. h100)")
+        raise DiodeOptionError(
+            f"no plugin can describe device {spec or default_device()!r}; name known hardware instead (e.g. h100)"
+        )
     return hardware
 
 
@@ -144,8 +132,8 @@ def pick_entry(hardware: HardwareInfo, requested: str = "") -> ScorerEntry | Non
     - ``requested`` (``diode_model``), else the model :func:`register_model` chose: that
       registered name or model path, whatever the hardware; an unknown name or a model that
       cannot load raises :class:`DiodeOptionError` naming the file and the fix;
-    - otherwise the highest-priority entry that applies to ``hardware`` and loads; one that
-      fails to load is skipped, counted (``model_load_failures``) and logged once; None if none.
+    - otherwise the first entry of :func:`automatic_order` that loads; one that fails to load
+      is skipped, counted (``model_load_failures``) and logged once; None if none.
     """
     if not requested:
         with _lock:
@@ -159,11 +147,46 @@ def pick_entry(hardware: HardwareInfo, requested: str = "") -> ScorerEntry | Non
         except BaseException as err:  # SystemExit from a plugin's load too: a clear error, not an exit
             raise DiodeOptionError(f"diode_model={requested!r} cannot be used: {type(err).__name__}: {err}") from err
         return entry
-    applicable = [e for e in scorer_entries().values() if entry_applies(e, hardware)]
-    for entry in sorted(applicable, key=lambda e: -e.priority):  # stable: ties keep registration order
+    for entry in automatic_order(hardware):
         if _load_error(entry) is None:
             return entry
     return None
+
+
+def automatic_order(hardware: HardwareInfo) -> list[ScorerEntry]:
+    """The entries that apply to ``hardware`` in the order automatic selection tries them:
+    the highest ``priority`` first; among equal priorities the lowest ``validated_regret``, an
+    unvalidated entry after every validated one; then the order of registration (the order
+    ``diode models`` lists them in). So a model a user trains outranks a shipped one only
+    when its manifest says so (a higher priority) or validation measured it better."""
+    applicable = [e for e in scorer_entries().values() if entry_applies(e, hardware)]
+    unvalidated = float("inf")
+    return sorted(applicable, key=lambda e: (-e.priority, unvalidated if e.validated_regret is None else e.validated_regret))
+
+
+def pick_reason(hardware: HardwareInfo, picked: ScorerEntry | None, requested: str = "") -> str:
+    """Why :func:`pick_entry` gave ``picked`` (for ``diode models``): the choice that named
+    it, or how it outranks the next model that applies."""
+    if picked is None:
+        return f"no model applies to {hardware.name}: DIODE leaves its GEMMs to Inductor"
+    if requested:
+        return f"named by diode_model={requested!r}"
+    with _lock:
+        if _preferred:
+            return "chosen with register_model()"
+    others = [e for e in automatic_order(hardware) if e.name != picked.name and _load_error(e) is None]
+    if not others:
+        return f"the only usable model that applies to {hardware.name}"
+    runner = others[0]
+    if picked.priority != runner.priority:
+        return f"priority {picked.priority}, above {runner.name}'s {runner.priority}"
+    tie = f"priority {picked.priority} like {runner.name}"
+    if picked.validated_regret is None:
+        return f"{tie}, and neither is validated: listed first"
+    if picked.validated_regret == runner.validated_regret:
+        return f"{tie}, and the same validated top-1 regret: listed first"
+    theirs = "is not validated" if runner.validated_regret is None else f"has {runner.validated_regret:.3f}"
+    return f"{tie}, and a validated top-1 regret of {picked.validated_regret:.3f} where {runner.name} {theirs}"
 
 
 def _named_entry(requested: str) -> ScorerEntry:
@@ -243,10 +266,27 @@ def load_scorer(entry: ScorerEntry) -> GemmScorer:
     return _memoized(("scorer", entry.name), entry.load)
 
 
-def get_detected_hardware(device: str | None = None) -> HardwareInfo | None:
-    """The hardware DIODE sees on ``device`` (default ``cuda`` when available, else ``cpu``),
-    or None when no plugin can describe it."""
-    return detect_hardware(device or default_device())
+def get_detected_hardware(hardware: str | None = None) -> HardwareInfo | None:
+    """The hardware DIODE sees for ``hardware``: a known short name (``"h100"``, from the
+    ``diode_known_hardware`` hook), or a device (``"cuda:0"``, ``"cpu"``; default ``cuda`` when
+    available, else ``cpu``) to detect. None when no plugin can describe that device.
+
+    :raises DiodeOptionError: ``hardware`` is neither a known name nor a device, naming the known names.
+    """
+    import torch
+
+    known = known_hardware()
+    if hardware and hardware.lower() in known:
+        return known[hardware.lower()]
+    device = hardware or default_device()
+    try:
+        torch.device(device)
+    except RuntimeError:
+        names = ", ".join(sorted(known)) or "none (install a hardware plugin such as diode-nvidia)"
+        raise DiodeOptionError(
+            f"unknown hardware {hardware!r}: name a known device ({names}) or a torch device such as cuda:0"
+        ) from None
+    return detect_hardware(device)
 
 
 def list_available_models(hardware: HardwareInfo | str | None = None) -> list[str]:
@@ -258,8 +298,7 @@ def list_available_models(hardware: HardwareInfo | str | None = None) -> list[st
         return list(entries)
     if isinstance(hardware, str):
         hardware = resolve_hardware(hardware)
-    applicable = [e for e in entries.values() if entry_applies(e, hardware)]
-    return [e.name for e in sorted(applicable, key=lambda e: -e.priority)]
+    return [e.name for e in automatic_order(hardware)]
 
 
 def register_model(name_or_path: str | os.PathLike[str] | None) -> str | None:

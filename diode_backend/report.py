@@ -5,31 +5,36 @@ from __future__ import annotations
 from typing import Any
 
 from . import __version__, counters, plugins, registry
-from .options import OPTIONS
+from .options import OPTIONS, env_default
 
 
-def status(device: str | None = None) -> dict[str, Any]:
+def status(hardware: str | None = None) -> dict[str, Any]:
     """What DIODE sees now.
 
-    :param device: the device to describe; default ``cuda`` when available, else ``cpu``.
-    :return: ``version``, ``plugins`` (name, distribution, hooks), ``hardware``, ``models``
-        (name, description, whether it applies to the hardware, which one would be picked),
-        ``options`` (effective values of every diode option and of
-        ``max_autotune_gemm_backends``) and ``stats``.
+    :param hardware: the hardware to describe: a known name (``"h100"``) or a device
+        (``"cuda:0"``); default ``cuda`` when available, else ``cpu``.
+    :return: ``version``, ``plugins`` (name, distribution, hooks), ``requested`` (``hardware``
+        or the default device), ``hardware`` (its description, None if no plugin describes it),
+        ``models`` (name, description, whether it applies to the hardware, which one would be
+        picked), ``options`` (effective values of every diode option and of
+        ``max_autotune_gemm_backends``), ``option_errors`` (option name -> what is wrong with
+        its ``TORCHINDUCTOR_*`` variable; such an option shows its default here, and the first
+        compile that uses DIODE fails on it) and ``stats``.
+    :raises DiodeOptionError: ``hardware`` is neither a known name nor a device.
     """
-    import torch
     from torch._inductor import config
 
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    hardware = registry.detect_hardware(device)
+    requested = hardware or registry.default_device()
+    described = registry.get_detected_hardware(requested)
     options = {spec.name: getattr(config, spec.name) for spec in OPTIONS}
-    picked = registry.pick_entry(hardware, options["diode_model"]) if hardware else None
+    option_errors = {spec.name: error for spec in OPTIONS if (error := env_default(spec)[1])}
+    picked = registry.pick_entry(described, options["diode_model"]) if described else None
     models = [
         {
             "name": entry.name,
             "description": entry.description,
             "priority": entry.priority,
-            "applies": bool(hardware and registry.entry_applies(entry, hardware)),
+            "applies": bool(described and registry.entry_applies(entry, described)),
             "selected": picked is not None and picked.name == entry.name,
         }
         for entry in registry.scorer_entries().values()
@@ -37,9 +42,10 @@ def status(device: str | None = None) -> dict[str, Any]:
     return {
         "version": __version__,
         "plugins": plugins.plugin_report(),
-        "device": device,
-        "hardware": hardware.to_dict() if hardware else None,
+        "requested": requested,
+        "hardware": described.to_dict() if described else None,
         "models": models,
         "options": {"max_autotune_gemm_backends": config.max_autotune_gemm_backends, **options},
+        "option_errors": option_errors,
         "stats": counters.stats(),
     }

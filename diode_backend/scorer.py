@@ -74,6 +74,10 @@ class ScorerEntry:
     :param description: one line for ``diode models`` and ``diode_backend.status()``.
     :param identity: the scorer's identity known without loading it (e.g. a manifest's
         checksum); empty means "load the scorer and ask it".
+    :param validated_regret: the geometric mean of the top-1 regret measured by validation
+        (a manifest's ``top1_regret_geomean``; 1.0: every pick was the fastest), or None when
+        not validated: among scorers of equal priority, the lowest is picked, an unvalidated
+        one last.
     """
 
     name: str
@@ -82,3 +86,4 @@ class ScorerEntry:
     priority: int = 0
     description: str = ""
     identity: str = ""
+    validated_regret: float | None = None

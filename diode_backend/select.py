@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -20,13 +20,14 @@ class Ranking:
 
     ``order`` holds scored indices, fastest first; ``unscored`` those the scorer had no
     prediction for; ``confidence`` is the scorer's probability that ``order[0]`` is within 5% of
-    the fastest (None: unknown).
+    the fastest (None: unknown); ``from_cache``: read from the prediction cache, not computed.
     """
 
     order: tuple[int, ...]
     unscored: tuple[int, ...]
     times_us: tuple[float, ...]
     confidence: float | None
+    from_cache: bool = field(default=False, compare=False)  # where it came from, not what it says
 
     @classmethod
     def of(cls, prediction: Prediction) -> Ranking:

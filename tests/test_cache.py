@@ -429,8 +429,8 @@ def test_choosing_between_groups_is_served_from_the_cache_too(isolated_caches):
     scorer = CountingScorer()
     context = GemmContext(options=DiodeOptions(), op="addmm", problem=PROBLEM, hardware=H100, scorer=scorer)
     marks = [
-        CandidateMark(context, CONFIGS[1], 3.0, group=1, group_size=2, group_confidence=0.9),
-        CandidateMark(context, CONFIGS[2], 2.0, group=2, group_size=3, group_confidence=0.8),
+        CandidateMark(context, CONFIGS[1], 3.0, group=1, group_size=2, group_confidence=0.9, from_cache=False),
+        CandidateMark(context, CONFIGS[2], 2.0, group=2, group_size=3, group_confidence=0.8, from_cache=False),
     ]
     first, second = _union_ranking(marks), _union_ranking(marks)
     assert scorer.calls == 1

@@ -47,6 +47,20 @@ def test_subcommands_are_registered_with_complete_help():
                 assert action.help, f"{command}: {action.dest} has no help"
 
 
+def test_help_and_version_import_no_torch():
+    """`diode --help` answers at once: building the parser (every subcommand's) imports no torch."""
+    code = (
+        "import sys\nfrom diode_backend.cli import main\n"
+        "for argv in (['--help'], ['--version'], ['train', '--help'], ['collect', 'sweep', '--help']):\n"
+        "    try:\n        main(argv)\n    except SystemExit as done:\n        assert done.code == 0, argv\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "diode 0.1.0\n" in done.stdout and "--max-epochs MAX_EPOCHS" in done.stdout
+    assert done.stdout.endswith("False\n")
+
+
 def test_console_script_runs_in_a_real_process():
     script = Path(sys.executable).with_name("diode")
     command = [str(script)] if script.exists() else [sys.executable, "-c", "from diode_backend.cli import main; raise SystemExit(main())"]
@@ -99,9 +113,12 @@ def test_models_shows_source_applies_picked_and_manifest(capsys, models_path):
     assert "+ analytical  [built-in]  priority -100" in out
     assert "  example-bias-epilogue  [plugin example (diode-example 0.1.0)]" in out
     assert "hardware H100; ops mm, addmm, bmm, baddbmm" in out and "top1_regret_geomean 1.021" in out
+    assert out.endswith("picked acme-h100: priority 3, above analytical's -100\n")
     code, out, _ = run(capsys, "models", "--hardware", "a100", "--json")
-    rows = {row["name"]: row for row in json.loads(out)["models"]}
+    report = json.loads(out)
+    rows = {row["name"]: row for row in report["models"]}
     assert rows["analytical"]["picked"] and not rows["acme-h100"]["applies"]
+    assert report["picked_because"] == "the only usable model that applies to NVIDIA A100-SXM4-80GB"
     assert rows["acme-h100"]["manifest"]["sha256"]
 
 
@@ -182,6 +199,7 @@ def test_usage_errors_are_one_clear_line_and_exit_2(capsys, argv, message):
         (["predict", "mm", "4x4x4", "--hardware", "h900"], "unknown hardware 'h900'"),
         (["predict", "mm", "4x4x4", "--hardware", "h100", "--model", "nope"], "no such model"),
         (["models", "--hardware", "h900"], "unknown hardware 'h900'"),
+        (["status", "--hardware", "h900"], "unknown hardware 'h900'"),
     ],
 )
 def test_what_the_installed_plugins_and_models_cannot_do_is_one_line_and_exit_1(capsys, argv, message):
@@ -189,6 +207,17 @@ def test_what_the_installed_plugins_and_models_cannot_do_is_one_line_and_exit_1(
     assert code == 1
     assert len(err.strip().splitlines()) == 1 and message in err
     assert err.startswith(f"diode {argv[0]}: error: ")
+
+
+def test_predict_says_which_ops_a_model_was_not_trained_for(capsys, tmp_path):
+    folder = write_model_folder(tmp_path / "mm-only", "mm-only", ops=("mm", "addmm"), dtypes=("bfloat16",))
+    for op, shape, dtype in (("baddbmm", "8x64x64x64", "bfloat16"), ("mm", "64x64x64", "float16")):
+        code, out, err = run(capsys, "predict", op, shape, "--dtype", dtype, "--hardware", "h100", "--model", str(folder))
+        assert code != 0 and out == ""
+        assert err == (
+            f"diode predict: error: model {folder} was not trained for {op} in {dtype} (it knows mm, addmm in "
+            "bfloat16); name another with --model (`diode models` lists them)\n"
+        )
 
 
 def test_predict_lists_the_hardware_it_can_name(capsys):
@@ -227,6 +256,25 @@ def test_cache_info_before_anything_was_cached(capsys, isolated_caches):
 
 
 def test_status_mentions_the_prediction_cache(capsys, isolated_caches):
-    code, out, _ = run(capsys, "status", "--device", "cpu")
+    code, out, _ = run(capsys, "status", "--hardware", "cpu")
     assert code == 0
     assert f"prediction cache: {isolated_caches / 'diode' / 'predictions-v1'} (0 entries" in out
+
+
+def test_status_describes_named_hardware_without_having_it(capsys):
+    code, out, err = run(capsys, "status", "--hardware", "h100")
+    assert code == 0, err
+    assert "hardware: NVIDIA H100 80GB HBM3 (nvidia)  [h100]" in out
+    assert "  * nvidia-h100-gemm: " in out and "  + analytical: " in out
+    code, out, err = run(capsys, "status", "--device", "h100")  # the earlier name of the option
+    assert code == 0 and "[h100]" in out and "--device is deprecated, use --hardware" in err
+
+
+def test_status_reports_an_invalid_environment_variable_and_fails():
+    done = subprocess.run(
+        [sys.executable, "-m", "diode_backend", "status", "--hardware", "cpu"],
+        env={**os.environ, "TORCHINDUCTOR_DIODE_TOP_K": "abc"}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "diode_top_k = 5  INVALID TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1" in done.stdout
+    assert done.stderr.strip() == "diode status: error: TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1"

@@ -42,13 +42,54 @@ def test_shapes_traces_a_model_file(capsys, tmp_path):
     out = tmp_path / "tiny.json"
     assert run(capsys, "collect", "shapes", "--model", f"{script}:run", "-o", str(out))[0] == 0
     assert shapes.from_json(out) == [("model:tiny", GemmProblem("addmm", 4, 16, 32, dtype="float32", b_layout="col", bias="row"))]
+    out = tmp_path / "new-folder" / "tiny-bf16.json"  # a folder that does not exist yet
+    assert run(capsys, "collect", "shapes", "--model", f"{script}:run", "--dtype", "bfloat16", "-o", str(out))[0] == 0
+    assert shapes.from_json(out) == [("model:tiny", GemmProblem("addmm", 4, 16, 32, dtype="bfloat16", b_layout="col", bias="row"))]
+    assert run(capsys, "collect", "shapes", "--model", f"{script}:run", "--dtype", "float32", "--tf32", "-o", str(out))[0] == 0
+    assert [p.allow_tf32 for _, p in shapes.from_json(out)] == [True]
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
-def test_sweep_says_it_needs_a_gpu(capsys, tmp_path):
+def test_shapes_from_a_function_that_runs_no_gemm_fails(capsys, tmp_path):
+    script = tmp_path / "idle.py"
+    script.write_text("def build():\n    return None\n")
+    for target, message in (
+        (f"{script}:build", f"--model: build() in {script} ran no mm, addmm, bmm or baddbmm (does it run the model?)"),
+        (f"{script}:missing", f"--model: {script} defines no function 'missing'"),
+    ):
+        code, _, err = run(capsys, "collect", "shapes", "--model", target, "-o", str(tmp_path / "out.json"))
+        assert code != 0 and err == f"diode collect: error: {message}\n"
+        assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the messages on a machine without a GPU")
+def test_gpu_collectors_say_in_one_line_that_they_need_a_gpu(capsys, tmp_path):
     shapes.to_json(shapes.expand("x", [(8, 8, 8)]), tmp_path / "p.json", "p")
-    code, _, err = run(capsys, "collect", "sweep", str(tmp_path / "p.json"), "-o", str(tmp_path / "d"))
-    assert code == 1 and "the sweep needs a CUDA GPU" in err
+    for argv, message in (
+        (["sweep", str(tmp_path / "p.json"), "-o", str(tmp_path / "d")], "the sweep needs a CUDA GPU (`--dry-run --hardware NAME`"),
+        (["sweep", "--dry-run", str(tmp_path / "p.json"), "-o", str(tmp_path / "d")], "the sweep needs a CUDA GPU"),
+        (["fidelity", str(tmp_path / "p.json"), "-o", str(tmp_path / "f.json")], "the fidelity check needs a CUDA GPU"),
+        (["feedback", "--device", "cuda", "-o", str(tmp_path / "d"), str(tmp_path / "p.json")], "no plugin describes device 'cuda' on this machine"),
+    ):
+        code, _, err = run(capsys, "collect", *argv)
+        assert code == 1 and err.startswith("diode collect: error: ") and message in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists() and not (tmp_path / "f.json").exists()
+
+
+def test_sweep_dry_run_plans_for_named_hardware_without_a_gpu(capsys, tmp_path):
+    shapes.to_json(shapes.expand("x", [(1024, 1024, 1024), (64, 4096, 4096)], dtype="bfloat16"), tmp_path / "train.json", "train")
+    shapes.to_json(shapes.expand("v", [(512, 512, 512)], dtype="bfloat16"), tmp_path / "val.json", "val")
+    code, out, err = run(capsys, "collect", "sweep", "--dry-run", "--hardware", "h100", str(tmp_path / "train.json"),
+                         "--validation", str(tmp_path / "val.json"), "-o", str(tmp_path / "d"))  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("plan for NVIDIA H100 80GB HBM3: 3 problems, ")
+    assert lines[1].startswith("  validation on exhaustive: 1 problems, ") and lines[2].startswith("  train on sample/4: 2 problems, ")
+    exhaustive = int(lines[1].split(", ")[1].split()[0].replace(",", ""))
+    assert 500 < exhaustive < 1300  # ATen plus Inductor's exhaustive Triton space for one bf16 shape
+    assert not (tmp_path / "d").exists()
+    code, _, err = run(capsys, "collect", "sweep", "--hardware", "h100", str(tmp_path / "train.json"), "-o", str(tmp_path / "d"))
+    assert code != 0 and "use it with --dry-run" in err
 
 
 def test_feedback_records_a_scripts_compiles(capsys, tmp_path, isolated_caches):

@@ -7,6 +7,9 @@ CPU Inductor offers ATen candidates here (two for addmm with an expanded bias: `
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -228,3 +231,95 @@ def test_a_users_choices_class_without_diode_is_reported(user_choices, benchmark
     assert "addmm" in RecordingChoices.seen and benchmarked == [2]
     assert diode_backend.stats()["fallbacks"] == {"choices_class_override": 1}
     assert any("with_diode" in r.getMessage() for r in caplog.records)
+
+
+# -- what DIODE tells about its decisions -------------------------------------------------------
+
+
+def _decision_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "diode_backend" and r.levelno == logging.INFO]
+
+
+def test_each_gemm_decision_is_one_info_line(scorer_plugin, caplog):
+    unsure = scorer_plugin(PreferScorer("aten::addmm", confidence=0.2))
+    with caplog.at_level(logging.INFO, logger="diode_backend"):
+        compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model="example-bias-epilogue")
+        torch._dynamo.reset()
+        compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model=unsure)
+        torch._dynamo.reset()
+        compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True)
+    assert _decision_lines(caplog) == [
+        "addmm 8x32x64 float32 row/row bias=row: aten::bias_addmm alone of 2 candidates, nothing benchmarked "
+        "(confidence 1.00; model example-bias-epilogue, predicted)",
+        "addmm 8x32x64 float32 row/row bias=row: Inductor benchmarks 2 of 2 candidates, predicted best aten::addmm "
+        f"(confidence 0.20, under the threshold 0.9; model {unsure}, predicted)",
+        "addmm 8x32x64 float32 row/row bias=row: not ranked by DIODE (no_model): Inductor benchmarks 2 candidates",
+    ]
+
+
+def test_a_decision_read_from_the_prediction_cache_says_so(isolated_caches, caplog):
+    options = {**DIODE, "fast_autotune": True, "diode_model": "example-bias-epilogue"}
+    compile_code(biased_addmm, biased_inputs(), **options)
+    torch._dynamo.reset()
+    with caplog.at_level(logging.INFO, logger="diode_backend"):
+        compile_code(biased_addmm, biased_inputs(), **options)
+    (line,) = _decision_lines(caplog)
+    assert line.endswith("(confidence 1.00; model example-bias-epilogue, from the prediction cache)")
+
+
+_LOGGED_COMPILE = """
+import torch, diode_backend
+{enable}
+bias, x, w = torch.randn(32), torch.randn(8, 64), torch.randn(64, 32)
+torch.compile(lambda b, x, w: torch.addmm(b.expand(8, 32), x, w), options={{
+    "max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fast_autotune": True,
+    "diode_model": "example-bias-epilogue", "fx_graph_cache": False}})(bias, x, w)
+print(diode_backend.get_prediction_stats()["total_predictions"])
+"""
+
+
+@pytest.mark.parametrize(
+    "enable, env, prefix",
+    [
+        ('diode_backend.set_log_level("INFO")', {}, "INFO:diode_backend:"),
+        ("", {"TORCH_LOGS": "diode_backend"}, "] "),  # torch's own format: time, file and line first
+    ],
+)
+def test_decisions_are_printed_without_any_logging_configuration(isolated_caches, enable, env, prefix):
+    done = subprocess.run(
+        [sys.executable, "-c", _LOGGED_COMPILE.format(enable=enable)], env={**os.environ, **env},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    line = "addmm 8x32x64 float32 row/row bias=row: aten::bias_addmm alone of 2 candidates, nothing benchmarked"
+    assert f"{prefix}{line}" in done.stderr
+    quiet = subprocess.run([sys.executable, "-c", _LOGGED_COMPILE.format(enable="")], capture_output=True, text=True, timeout=300)
+    assert quiet.stdout == "1\n" and line not in quiet.stderr  # decided, not shown: the default level is WARNING
+
+
+def test_set_log_level_refuses_an_unknown_level():
+    with pytest.raises(ValueError, match="Unknown level: 'LOUD'"):
+        diode_backend.set_log_level("loud")
+
+
+def test_hook_tracing_prints_without_any_logging_configuration():
+    done = subprocess.run(
+        [sys.executable, "-m", "diode_backend", "models", "--hardware", "h100"], env={**os.environ, "DIODE_TRACE_HOOKS": "1"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "DEBUG:diode_backend.plugins:  diode_register_scorers [hook]" in done.stderr
+    assert "DEBUG:diode_backend.plugins:  finish diode_known_hardware -->" in done.stderr
+
+
+def test_prediction_stats_and_profiles_count_real_compiles():
+    options = {**DIODE, "fast_autotune": True}
+    with diode_backend.profile_predictions() as picked:
+        compile_code(biased_addmm, biased_inputs(), **options, diode_model="example-bias-epilogue")
+        assert picked == {}  # filled when the block ends
+    assert picked == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 0}
+    torch._dynamo.reset()
+    with diode_backend.profile_predictions() as unranked:
+        compile_code(biased_addmm, biased_inputs(), **options)  # no model for a CPU
+    assert unranked == {"total_predictions": 0, "avg_confidence": None, "fallbacks": 1}
+    assert diode_backend.get_prediction_stats() == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 1}

@@ -236,6 +236,26 @@ def test_models_on_the_models_path_are_registered_and_picked_by_hardware(models_
     assert registry.pick_entry(registry.resolve_hardware("a100")).name == "acme-a100"
 
 
+@pytest.mark.parametrize(
+    "priority, metrics, picked, because",
+    [
+        (10, {}, "nvidia-h100-gemm", "where mine is not validated"),
+        (10, {"top1_regret_geomean": 1.2}, "nvidia-h100-gemm", "a validated top-1 regret of 1.035 where mine has 1.200"),
+        (10, {"top1_regret_geomean": 1.01}, "mine", "a validated top-1 regret of 1.010 where nvidia-h100-gemm has 1.035"),
+        (11, {}, "mine", "priority 11, above nvidia-h100-gemm's 10"),
+    ],
+)
+def test_a_model_on_the_models_path_outranks_the_shipped_one_only_when_it_says_so_or_validates_better(
+    tmp_path, monkeypatch, h100, priority, metrics, picked, because
+):
+    write_model_folder(tmp_path / "models" / "mine", "mine", hardware=("H100",), priority=priority, metrics=metrics)
+    monkeypatch.setenv("DIODE_MODELS_PATH", str(tmp_path / "models"))
+    assert registry.list_available_models(h100)[:2] == sorted(["mine", "nvidia-h100-gemm"], key=lambda n: n != picked)
+    entry = registry.pick_entry(h100)
+    assert entry.name == picked
+    assert because in registry.pick_reason(h100, entry)
+
+
 def test_a_broken_manifest_hides_no_other_model(models_path, h100, caplog):
     write_model_folder(models_path / "good", "acme-h100")
     broken = write_model_folder(models_path / "broken", "acme-broken")
@@ -339,6 +359,17 @@ def test_get_detected_hardware_describes_this_machine():
     hardware = diode_backend.get_detected_hardware()
     assert hardware is not None
     assert hardware.device_type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_hardware_can_be_named_wherever_it_is_asked_for(h100):
+    assert diode_backend.get_detected_hardware("h100") == h100
+    assert diode_backend.get_detected_hardware("cpu").device_type == "cpu"
+    report = diode_backend.status("h100")
+    assert report["hardware"] == h100.to_dict() and report["requested"] == "h100"
+    assert [m["name"] for m in report["models"] if m["selected"]] == ["nvidia-h100-gemm"]
+    for ask in (diode_backend.get_detected_hardware, diode_backend.status):
+        with pytest.raises(DiodeOptionError, match="unknown hardware 'h900': name a known device"):
+            ask("h900")
 
 
 def test_list_available_models_without_and_with_hardware(models_path):

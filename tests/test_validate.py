@@ -12,7 +12,7 @@ import torch
 from synthetic_timings import H100, SPACE, synthetic_problems, write_dataset
 
 from diode_backend.cli import main
-from diode_backend.dataset import ProblemTimings
+from diode_backend.dataset import DatasetMeta, ProblemTimings, write_shard
 from diode_backend.model.manifest import read_manifest
 from diode_backend.model.validate import (
     NearestProblemScorer,
@@ -23,7 +23,7 @@ from diode_backend.model.validate import (
     validate,
 )
 from diode_backend.model.validation_plots import write_plots
-from diode_backend.problem import GemmProblem, KernelConfig
+from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
 
 
@@ -136,14 +136,32 @@ def test_diode_train_then_validate(tmp_path, capsys):
     assert (manifest.name, manifest.hardware, manifest.ops) == ("my-h100", (H100.name,), ("mm",))
     report_path = tmp_path / "report.json"
     assert main(["validate", str(folder), str(data), "--report", str(report_path), "--update-manifest"]) == 0
-    out = capsys.readouterr().out
-    assert "top-1 geomean" in out and "inductor_default" in out
+    out, err = capsys.readouterr()
+    assert "top-1 geomean" in out and "inductor_default" in out and "warning" not in err
     report = json.loads(report_path.read_text())
     assert report["problems"] == 8
     assert 0 < report["baselines"]["inductor_default"]["measured_fraction"] < 1  # a few DEFAULT configs are in SPACE
     metrics = read_manifest(folder).metrics
     assert metrics["top1_regret_geomean"] == report["scorers"]["model"]["top1_regret"]["geomean"]
     assert metrics["validation_problems"] == 8
+
+
+def test_strict_validation_fails_when_a_target_is_missed(tmp_path, capsys):
+    data = write_dataset(tmp_path / "data", train=10, validation=6)
+    assert main(["validate", "analytical", str(data), "--no-default-baseline"]) == 0  # a report, whatever its figures
+    out, _ = capsys.readouterr()
+    assert "MISSED" in out  # the analytical scorer does not know the data's 8-warp penalty
+    assert main(["validate", "analytical", str(data), "--no-default-baseline", "--strict"]) == 1
+    assert capsys.readouterr().err.startswith("diode validate: analytical misses the targets top1_regret.geomean")
+
+
+def test_validating_a_model_on_another_devices_data_warns(tmp_path, capsys):
+    cpu = HardwareInfo(name="Intel Xeon", vendor="cpu", device_type="cpu")
+    write_shard(tmp_path / "cpu" / "part-000.msgpack", DatasetMeta(cpu, {}), synthetic_problems(4, "validation"))
+    assert main(["validate", "nvidia-h100-gemm", str(tmp_path / "cpu"), "--no-default-baseline"]) == 0
+    assert capsys.readouterr().err.startswith(
+        "diode validate: warning: nvidia-h100-gemm is meant for H100 80GB HBM3, but the data was measured on Intel Xeon"
+    )
 
 
 def test_validate_errors_are_one_line(tmp_path, capsys):

@@ -28,10 +28,14 @@ class UsageError(CommandError):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; building it imports no torch (``diode --help`` stays fast)."""
+    from .. import __version__
+
     parser = argparse.ArgumentParser(
         prog="diode",
         description="diode-backend: learned GEMM kernel selection for torch.compile max-autotune.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(subparsers)

@@ -43,8 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     shapes.add_argument("--family", metavar="A,B", help="with --zoo: only these families")
     shapes.add_argument("--exclude-family", metavar="C,D", help="with --zoo: all families but these")
     shapes.add_argument("--op", default="mm", choices=SUPPORTED_OPS)
-    shapes.add_argument("--dtype", default="bfloat16", choices=SUPPORTED_DTYPES)
-    shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only)")
+    shapes.add_argument(
+        "--dtype",
+        choices=SUPPORTED_DTYPES,
+        help="input dtype (default: bfloat16 for --generator; with --model or --zoo every GEMM is "
+        "recorded at this dtype instead of the one it ran in)",
+    )
+    shapes.add_argument("--tf32", action="store_true", help="allow TF32 (float32 only; with --model or --zoo, on every GEMM)")
     shapes.add_argument("--layout", default="row/row", choices=["row/row", "row/col", "col/row", "col/col"])
     shapes.add_argument("--bias", default="row", choices=BIASES, help="for addmm, baddbmm")
     shapes.add_argument("--batch", type=int, default=8, help="for bmm, baddbmm")
@@ -103,7 +108,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=["graph", "stream"],
         help="replay each round of runs from a CUDA graph (default), or launch run by run behind a sleep kernel",
     )
-    sweep.add_argument("--dry-run", action="store_true", help="print the plan's size and stop")
+    sweep.add_argument("--dry-run", action="store_true", help="print the plan (problems and pairs per split and space) and stop")
+    sweep.add_argument(
+        "--hardware",
+        metavar="NAME",
+        help="with --dry-run: plan for this known hardware (h100, ...; `diode predict --hardware "
+        "list`) instead of the first GPU's, on a machine without one",
+    )
     sweep.set_defaults(run=run_sweep)
 
     feedback = sub.add_parser("feedback", help="record Inductor's timings while a script runs")
@@ -150,8 +161,12 @@ def run_shapes(args: argparse.Namespace) -> int:
         file, _, function = args.model.rpartition(":")
         if not file or not function:
             raise UsageError("--model takes FILE.py:FUNCTION")
-        run = runpy.run_path(file)[function]
+        run = runpy.run_path(file).get(function)
+        if not callable(run):
+            raise CommandError(f"--model: {file} defines no function {function!r}")
         named = shapes.from_model(Path(file).stem, run)
+        if not named:
+            raise CommandError(f"--model: {function}() in {file} ran no mm, addmm, bmm or baddbmm (does it run the model?)")
     else:
         name, _, count = args.generator.partition(":")
         if name not in GENERATORS:
@@ -163,9 +178,11 @@ def run_shapes(args: argparse.Namespace) -> int:
             sizes = make(int(count or 100), seed=args.seed)
         a_layout, b_layout = args.layout.split("/")
         named = shapes.expand(
-            name.replace("-", "_"), sizes, op=args.op, dtype=args.dtype, a_layout=a_layout, b_layout=b_layout,
+            name.replace("-", "_"), sizes, op=args.op, dtype=args.dtype or "bfloat16", a_layout=a_layout, b_layout=b_layout,
             bias=args.bias, allow_tf32=args.tf32, batch=args.batch,
         )  # fmt: skip
+    if (args.model or args.zoo) and (args.dtype or args.tf32):
+        named = shapes.retyped(named, args.dtype, args.tf32)
     shapes.to_json(named, args.output, Path(args.output).stem)
     print(f"{len(named)} problems -> {args.output}")
     return 0
@@ -195,6 +212,7 @@ def run_zoo(args: argparse.Namespace) -> int:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
+    from .. import registry
     from ..collect import plan, shapes
     from ..collect.environment import environment, hardware_of
     from ..collect.sweep import run_sweep as sweep
@@ -206,19 +224,28 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     if not args.problems and not args.validation:
         raise UsageError("name problem lists to time")
-    if not torch.cuda.is_available():
-        raise CommandError("the sweep needs a CUDA GPU")
-    devices = [int(d) for d in args.devices.split(",")] if args.devices else list(range(torch.cuda.device_count()))
-    hardware = hardware_of(f"cuda:{devices[0]}")
+    if args.hardware:
+        if not args.dry_run:
+            raise UsageError("--hardware plans for named hardware: use it with --dry-run (a sweep times the GPUs it runs on)")
+        devices, hardware = [], registry.resolve_hardware(args.hardware)
+    elif not torch.cuda.is_available():
+        raise CommandError("the sweep needs a CUDA GPU (`--dry-run --hardware NAME` shows its plan without one)")
+    else:
+        devices = [int(d) for d in args.devices.split(",")] if args.devices else list(range(torch.cuda.device_count()))
+        hardware = hardware_of(f"cuda:{devices[0]}")
     validation = [item for path in args.validation for item in shapes.from_json(path)]
     named = [item for path in args.problems for item in shapes.from_json(path)]
     planned = plan.plan(validation, hardware, split="validation", space=args.validation_space)
     held = {p.problem for p in planned}  # a problem is never in both splits
     planned += plan.plan([(g, p) for g, p in named if p not in held], hardware, split=args.split, space=args.space)
     pairs = sum(len(p.configs) for p in planned)
-    print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name} x{len(devices)}", file=sys.stderr)
     if args.dry_run:
+        print(f"plan for {hardware.name}: {len(planned)} problems, {pairs:,} pairs")
+        for split, space in dict.fromkeys((p.split, p.space) for p in planned):
+            part = [p for p in planned if (p.split, p.space) == (split, space)]
+            print(f"  {split} on {space}: {len(part)} problems, {sum(len(p.configs) for p in part):,} pairs")
         return 0
+    print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name} x{len(devices)}", file=sys.stderr)
     given = {name: getattr(args, name) for name in ("budget_us", "slow_ratio") if getattr(args, name) is not None}
     method = TimingMethod(replay=args.timer, **given)
     meta = DatasetMeta(hardware, environment(devices[0], timing=method.describe(), devices=devices))
@@ -278,6 +305,10 @@ def run_fidelity(args: argparse.Namespace) -> int:
     from ..collect.fidelity import run_fidelity as fidelity
     from ..dataset import DatasetMeta
 
+    import torch
+
+    if not torch.cuda.is_available():
+        raise CommandError("the fidelity check needs a CUDA GPU: it compiles and times each problem on one")
     problems = [problem for path in args.problems for _, problem in shapes.from_json(path)]
     meta = DatasetMeta(hardware_of("cuda:0"), environment(0))
     report = fidelity(problems, meta, search_space=args.search_space, max_seconds=args.max_seconds)

@@ -16,7 +16,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "trained_models/, on DIODE_MODELS_PATH, or registered by plugins. For each: where it "
         "comes from, whether it applies to the hardware, whether it would be picked (the "
         "TORCHINDUCTOR_DIODE_MODEL environment variable is honoured), and its manifest (version, "
-        "hardware, ops, dtypes, feature schema, validation metrics).",
+        "hardware, ops, dtypes, feature schema, validation metrics); then why the picked one "
+        "was picked. Among the models that apply, the highest priority wins; at equal "
+        "priority, the lowest validated top-1 regret (a model without validation figures last).",
     )
     parser.add_argument(
         "--hardware",
@@ -42,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if error:
         raise ValueError(error)
     picked = registry.pick_entry(hardware, requested)
+    reason = registry.pick_reason(hardware, picked, requested)
     sources = _source_labels(registry.scorer_sources())
     entries = list(registry.scorer_entries().values())
     if picked is not None and picked.name not in {entry.name for entry in entries}:
@@ -52,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     broken = {str(folder): error for folder, error in broken_manifests().items()}
     failed = args.check and (bool(broken) or not all(row["usable"] for row in rows))
     if args.json:
-        print(json.dumps({"hardware": hardware.to_dict(), "models": rows, "broken_manifests": broken}, indent=2, default=str))
+        report = {"hardware": hardware.to_dict(), "models": rows, "picked_because": reason, "broken_manifests": broken}
+        print(json.dumps(report, indent=2, default=str))
         return 1 if failed else 0
     print(f"hardware: {hardware.name}")
     for row in rows:
@@ -74,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     for error in broken.values():  # the error names the manifest and what is wrong with it
         print(f"! skipped: {error}")
     print("(* picked for this hardware, + applies to it)")
+    print(f"picked {picked.name if picked else 'nothing'}: {reason}")
     return 1 if failed else 0
 
 

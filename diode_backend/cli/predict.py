@@ -95,7 +95,15 @@ def run(args: argparse.Namespace) -> int:
             f"model {entry.name!r} failed to rank the candidates ({type(err).__name__}: {err}); "
             "`diode models` shows where it comes from: fix or uninstall that plugin, or name another model with --model"
         ) from None
-    best = ranking.times_us[ranking.order[0]] if ranking.order else math.nan
+    if not ranking.order:
+        ops, dtypes = getattr(scorer, "ops", ()), getattr(scorer, "dtypes", ())
+        if (ops and problem.op not in ops) or (dtypes and problem.dtype not in dtypes):
+            raise CommandError(
+                f"model {entry.name} was not trained for {problem.op} in {problem.dtype} (it knows "
+                f"{', '.join(ops)} in {', '.join(dtypes)}); name another with --model (`diode models` lists them)"
+            )
+        raise CommandError(f"model {entry.name} scores none of the {len(configs)} candidates of {problem.describe()}")
+    best = ranking.times_us[ranking.order[0]]
     top = [
         {"rank": rank, "candidate": configs[i].describe(), "config": configs[i].to_dict(),
          "time_us": ranking.times_us[i], "vs_best": ranking.times_us[i] / best if best else math.nan}

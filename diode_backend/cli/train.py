@@ -26,7 +26,7 @@ _OPTION_HELP = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..model.train import TrainOptions
+    from ..model.train_options import TrainOptions
 
     parser = subparsers.add_parser(
         "train",

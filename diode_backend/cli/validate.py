@@ -66,13 +66,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list (imports Inductor)")
     parser.add_argument("--report", type=Path, help="write the full JSON report here")
-    parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib)")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib: pip install 'diode-backend[plots]')")
     parser.add_argument(
         "--update-manifest",
         action="store_true",
         help="copy the headline figures into MODEL's manifest.json (MODEL must be a model folder)",
     )
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 1 when the model misses a target (a bound on a figure, or beating every baseline)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -91,6 +96,14 @@ def run(args: argparse.Namespace) -> int:
     hardware = inference_hardware(dataset.hardware)
     entry = registry.pick_entry(hardware, args.model)
     scorer = registry.load_scorer(entry)
+    manifest = getattr(entry, "manifest", None)
+    if manifest is not None and not manifest.applies_to(hardware):
+        meant = ", ".join(manifest.hardware) or "no hardware by itself"
+        print(
+            f"diode validate: warning: {entry.name} is meant for {meant}, but the data was measured on "
+            f"{hardware.name}: its figures say how it ranks that device's kernels, which it never saw",
+            file=sys.stderr,
+        )
     training = getattr(getattr(scorer, "checkpoint", None), "training", {})
     train_problems = (load_dataset(args.train_data) if args.train_data else dataset).split("train")
     families: list[str] = []
@@ -131,13 +144,17 @@ def run(args: argparse.Namespace) -> int:
         from ..model.validation_plots import write_plots
 
         written = write_plots(report, args.plots)
-        print("plots: " + (", ".join(map(str, written)) if written else "skipped (matplotlib is not installed)"), file=sys.stderr)
+        print("plots: " + (", ".join(map(str, written)) if written else "skipped (matplotlib is not installed: pip install 'diode-backend[plots]')"), file=sys.stderr)
     if args.update_manifest:
         _update_manifest(Path(args.model), report)
     if args.json:
         print(json.dumps(_strict(report), indent=2, allow_nan=False))
     else:
         print_summary(report)
+    missed = [name for name, target in report["targets"].items() if not target["met"]]
+    if args.strict and missed:
+        print(f"diode validate: {entry.name} misses the targets {', '.join(missed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -11,16 +11,23 @@ from typing import Any
 import torch
 
 from .. import __version__, registry
+from ..options import DiodeOptionError
 from ..problem import HardwareInfo
 
 _SMI_FIELDS = ("driver_version", "clocks.max.sm", "clocks.max.memory", "power.limit")
 
 
 def hardware_of(device: str) -> HardwareInfo:
-    """The device as DIODE's plugins describe it (what models are matched against)."""
+    """A device of this machine as DIODE's plugins describe it (what models are matched
+    against). Raises :class:`DiodeOptionError` for a string that is not a torch device and for
+    a device no plugin describes here (a GPU this machine lacks)."""
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise DiodeOptionError(f"{device!r} is not a torch device (cpu, cuda, cuda:1, ...)") from None
     hardware = registry.detect_hardware(device)
     if hardware is None:
-        raise RuntimeError(f"no plugin describes {device}")
+        raise DiodeOptionError(f"no plugin describes device {device!r} on this machine")
     return hardware
 
 

@@ -10,6 +10,7 @@ cannot use.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -138,8 +139,9 @@ def from_json(path: str | Path) -> list[Named]:
 
 
 def to_json(problems: Iterable[Named], path: str | Path, name: str) -> None:
-    """Write problems in the format :func:`from_json` reads."""
+    """Write problems in the format :func:`from_json` reads (the file's folder is created)."""
     lines = [json.dumps({**problem.to_dict(), "generator": generator}) for generator, problem in problems]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     # one problem per line: diffs of committed lists stay readable
     Path(path).write_text(f'{{"name": {json.dumps(name)}, "problems": [\n' + ",\n".join(lines) + "\n]}\n")
 
@@ -154,3 +156,17 @@ def from_model(name: str, run: Callable[[], Any]) -> list[Named]:
 
     problems = dict.fromkeys(gemm.problem for gemm in trace_gemms(None, run))
     return [(f"model:{name}", problem) for problem in problems]
+
+
+def retyped(problems: Iterable[Named], dtype: str | None, allow_tf32: bool) -> list[Named]:
+    """``problems`` with every input and output dtype set to ``dtype`` (each kept when None)
+    and TF32 allowed on float32 problems when ``allow_tf32``; problems that become equal are
+    listed once. Shapes and layouts traced from a model do not depend on its dtype."""
+    out = {}
+    for generator, problem in problems:
+        dtype_now = dtype or problem.dtype
+        problem = dataclasses.replace(
+            problem, dtype=dtype_now, out_dtype=dtype or problem.out_dtype, allow_tf32=allow_tf32 and dtype_now == "float32"
+        )
+        out.setdefault(problem, generator)
+    return [(generator, problem) for problem, generator in out.items()]

@@ -43,6 +43,10 @@ def triton_candidates(
 
     if search_space not in SEARCH_SPACES:
         raise ValueError(f"search_space must be one of {SEARCH_SPACES}, not {search_space!r}")
+    try:
+        import triton  # noqa: F401  Inductor's heuristics build triton.Config objects
+    except ImportError:
+        raise ValueError("Inductor's Triton configs need triton: pip install 'diode-backend[triton]' (Linux)") from None
     template = TRITON_TEMPLATES[problem.op]
     heuristic = get_template_heuristic(template, "cuda", problem.op)
     configs = heuristic.exhaustive_configs if search_space == "EXHAUSTIVE" else heuristic.mm_configs

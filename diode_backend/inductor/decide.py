@@ -8,17 +8,20 @@
    (several groups for addmm): it ranks the marked choices together and keeps one (nothing is
    benchmarked) or the top-k. Choices DIODE never saw (CPP, CUTLASS, ...) pass through.
 
-Each op is counted once in the stats, at step 2.
+Each op is counted once in the stats, and logged in one line at INFO on ``diode_backend``, at
+step 2.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import cache, counters, registry
+from ..logs import log
 from ..options import DiodeOptions, parse_backends
 from ..problem import KIND_TRITON, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction, ScorerEntry
@@ -54,13 +57,17 @@ class CandidateMark:
     group: int
     group_size: int
     group_confidence: float | None
+    from_cache: bool
 
 
 @dataclass(frozen=True)
 class FallbackMark:
-    """Step 1 could not rank this op (``reason`` in counters.FALLBACK_REASONS)."""
+    """Step 1 could not rank this op (``reason`` in counters.FALLBACK_REASONS); ``problem``
+    describes it, ``kept_own_aten`` says its own ATen kernel was kept (nothing benchmarked)."""
 
     reason: str
+    problem: str
+    kept_own_aten: bool
 
 
 def diode_requested() -> bool:
@@ -113,7 +120,7 @@ def rank_template_choices(ktcs: list[Any], context: GemmContext) -> list[Any]:
     kept = []
     for index in selection.keep:
         ktcs[index].annotations[MARK] = CandidateMark(
-            context, configs[index], ranking.times_us[index], group, len(ktcs), ranking.confidence
+            context, configs[index], ranking.times_us[index], group, len(ktcs), ranking.confidence, ranking.from_cache
         )
         kept.append(ktcs[index])
     return kept
@@ -126,13 +133,15 @@ def _fall_back(
     benchmark without DIODE (:func:`_autotune_set` when the group's ``configs`` were read, else
     all of it); otherwise the best guess is what Inductor picks without autotuning, the op's own
     ATen kernel (torch 2.11 lists aten::bias_addmm before aten::addmm)."""
-    if context.options.diode_fallback_to_autotune:
+    autotune = context.options.diode_fallback_to_autotune
+    if autotune:
         kept = ktcs if configs is None else _autotune_set(ktcs, configs, context)
     else:
         own = [ktc for ktc in ktcs if ktc.template.uid == f"aten::{context.op}"]
         kept = (own or [ktc for ktc in ktcs if ktc.template.uid.startswith("aten::")])[:1] or ktcs
+    problem = context.problem.describe() if context.problem else context.op
     for ktc in kept:
-        ktc.annotations[MARK] = FallbackMark(reason)
+        ktc.annotations[MARK] = FallbackMark(reason, problem, kept_own_aten=not autotune and len(kept) == 1)
     return kept
 
 
@@ -155,6 +164,8 @@ def select_final_choices(choices: Sequence[Any]) -> list[Any]:
     fallback = next((m for m in marks if isinstance(m, FallbackMark)), None)
     if fallback is not None:
         counters.record_fallback(fallback.reason)
+        what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {_count(len(choices))}"
+        log.info("%s: not ranked by DIODE (%s): %s", fallback.problem, fallback.reason, what)
         return list(choices)
     marked = [i for i, mark in enumerate(marks) if isinstance(mark, CandidateMark)]
     if not marked:
@@ -169,16 +180,39 @@ def select_final_choices(choices: Sequence[Any]) -> list[Any]:
     kept = [c for i, c in enumerate(choices) if i in keep or marks[i] is None]
     best = candidate_marks[ranking.order[0]] if ranking.order else candidate_marks[0]
     groups = {m.group: m.group_size for m in candidate_marks}
+    candidates = sum(groups.values()) + sum(m is None for m in marks)
     counters.record_decision(
         model=context.entry.name,
         kind=best.config.kind,
-        candidates=sum(groups.values()) + sum(m is None for m in marks),
+        candidates=candidates,
         kept=len(kept),
         confidence=ranking.confidence,
         problem=context.problem.describe(),
         pick=best.config.describe(),
     )
+    if log.isEnabledFor(logging.INFO):
+        log.info("%s", _decision_line(context, best, ranking.confidence, candidates, len(kept), selection.fallback, candidate_marks))
     return kept
+
+
+def _decision_line(
+    context: GemmContext, best: CandidateMark, confidence: float | None, candidates: int, kept: int,
+    fallback: str | None, marks: list[CandidateMark],
+) -> str:  # fmt: skip
+    """One GEMM's decision for the log: problem, pick, whether anything is benchmarked, and why."""
+    sure = "none" if confidence is None else f"{confidence:.2f}"
+    if fallback == "low_confidence":
+        sure += f", under the threshold {context.options.diode_confidence_threshold:g}"
+    source = "from the prediction cache" if all(m.from_cache for m in marks) else "predicted"
+    if kept == 1:
+        what = f"{best.config.describe()} alone of {_count(candidates)}, nothing benchmarked"
+    else:
+        what = f"Inductor benchmarks {kept} of {_count(candidates)}, predicted best {best.config.describe()}"
+    return f"{context.problem.describe()}: {what} (confidence {sure}; model {context.entry.name}, {source})"
+
+
+def _count(candidates: int) -> str:
+    return f"{candidates} candidate" + ("" if candidates == 1 else "s")
 
 
 def _union_ranking(marks: list[CandidateMark]) -> Ranking:

@@ -61,6 +61,7 @@ def manifest_entry(folder: str | os.PathLike[str], source: str = "") -> ModelEnt
         priority=manifest.priority,
         description=_describe(manifest),
         identity=learned_identity(manifest.sha256),
+        validated_regret=_validated_regret(manifest),
         path=str(model_file),
         source=source or str(folder),
         manifest=manifest,
@@ -166,6 +167,13 @@ def _load_file(path: Path) -> GemmScorer:
 
 def _never(hardware: HardwareInfo) -> bool:
     return False
+
+
+def _validated_regret(manifest: ModelManifest) -> float | None:
+    """The manifest's validated top-1 regret geomean, None when it has none that can be one."""
+    value = manifest.metrics.get("top1_regret_geomean")
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if number and value >= 1.0 else None
 
 
 def _describe(manifest: ModelManifest) -> str:
