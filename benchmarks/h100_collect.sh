@@ -2,7 +2,8 @@
 # One GPU call of the H100 collection (docs/collect.md; runs are recorded in benchmarks/results/).
 #   [SET=zoo] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
 # The sweep times the problem lists of trained_models/data/h100/problems/ into
-# trained_models/data/h100/raw/, resuming from the shards already there, and stops in time for
+# trained_models/data/h100/raw/, resuming from the shards already there and from the committed
+# runs of the set (copied in with their dates, so a fresh checkout resumes), and stops in time for
 # the steps after it (fidelity: 300 s). SET=base (default): {bf16,other}-{validation,train}.json,
 # validation on the exhaustive space (benchmarks/h100_plan.py); SET=zoo: zoo-{validation,train}.json,
 # validation on sample/4+default (benchmarks/h100_zoo_plan.py). What comes back is under $OUT:
@@ -14,11 +15,16 @@ problems=trained_models/data/h100/problems
 data=trained_models/data/h100/raw
 case ${SET:-base} in
   base) train="$problems/bf16-train.json $problems/other-train.json"
-        validation="$problems/bf16-validation.json $problems/other-validation.json"; vspace=exhaustive ;;
-  zoo) train=$problems/zoo-train.json; validation=$problems/zoo-validation.json; vspace=sample/4+default ;;
+        validation="$problems/bf16-validation.json $problems/other-validation.json"; vspace=exhaustive
+        runs="2026-11-23 2026-11-23-b" ;;
+  zoo) train=$problems/zoo-train.json; validation=$problems/zoo-validation.json; vspace=sample/4+default
+       runs="2026-11-23-zoo 2026-11-23-zoo-b" ;;
   *) echo "SET must be base or zoo"; exit 2 ;;
 esac
 mkdir -p "$data"
+for run in $runs; do
+  for shard in trained_models/data/h100/runs/$run/*.msgpack; do cp -n -p "$shard" "$data/$run-${shard##*/}"; done
+done
 { nvidia-smi; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"; nproc; } > "$OUT/machine.txt" 2>&1
 step() { echo "$1 rc=$2 at ${SECONDS}s" | tee -a "$OUT/steps.log"; }
 for name in "$@"; do
