@@ -551,7 +551,7 @@ _COMMANDS = {
     "models": ["models", "--hardware", "h100", "--check"],
     "predict": ["predict", "mm", "64x64x64", "--hardware", "h100", "--space", "DEFAULT"],
     "predict --model": ["predict", "mm", "64x64x64", "--hardware", "h100", "--space", "DEFAULT", "--model", "faulty"],
-    "status": ["status", "--device", "cpu"],
+    "status": ["status", "--hardware", "cpu"],
 }
 #: Where a fault fails a command (exit 1, one line naming the model): where it was asked for
 #: (named, or its predictions printed) or checked; elsewhere the other models answer.
