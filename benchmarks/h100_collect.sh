@@ -5,7 +5,7 @@
 # trained_models/data/h100/raw/, resuming from the shards already there and from the committed
 # runs of the set (copied in with their dates, so a fresh checkout resumes), and stops in time for
 # the steps after it (fidelity: 300 s). SET=base (default): {bf16,other}-{validation,train}.json,
-# validation on the exhaustive space (benchmarks/h100_plan.py); SET=zoo: zoo-{validation,train}.json,
+# validation on the exhaustive space (benchmarks/h100_plan.py); SET=zoo: zoo-{validation,train,baddbmm-train}.json,
 # validation on sample/4+default (benchmarks/h100_zoo_plan.py). What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz).
 set -u
@@ -17,7 +17,7 @@ case ${SET:-base} in
   base) train="$problems/bf16-train.json $problems/other-train.json"
         validation="$problems/bf16-validation.json $problems/other-validation.json"; vspace=exhaustive
         runs="2026-11-23 2026-11-23-b" ;;
-  zoo) train=$problems/zoo-train.json; validation=$problems/zoo-validation.json; vspace=sample/4+default
+  zoo) train="$problems/zoo-train.json $problems/zoo-baddbmm-train.json"; validation=$problems/zoo-validation.json; vspace=sample/4+default
        runs="2026-11-23-zoo 2026-11-23-zoo-b" ;;
   *) echo "SET must be base or zoo"; exit 2 ;;
 esac

@@ -19,6 +19,10 @@ need about four times the kernels compiled, and DEFAULT's pick is measured all t
 ``zoo-train.json``: every problem of the other families, on the stratified quarter, in the order
 that needs the fewest new kernels before each next problem can be timed (ties: the family timed
 least so far), so a collection cut short by time has compiled little it did not time.
+``zoo-baddbmm-train.json``: a baddbmm twin of each training family's Q @ K^T bmm (K transposed),
+its bias over the whole output as diffusers' attention processors and BLOOM's ALiBi pass it:
+the zoo traced few baddbmm GEMMs outside the held-out sd-unet, so the model ranked them from bmm
+and addmm data. Timed after the zoo's own problems, in the same compile order.
 """
 
 from __future__ import annotations
@@ -117,6 +121,19 @@ def compile_order(planned: list[plan.PlannedProblem], compiled: set) -> list[pla
     return order
 
 
+def baddbmm_twins(entries: list[dict]) -> list[dict]:
+    """A baddbmm with a full-output bias for every distinct Q @ K^T bmm of ``entries``."""
+    twins, seen = [], set()
+    for entry in entries:
+        if entry["op"] == "bmm" and entry["b_layout"] == "col":
+            twin = {**entry, "op": "baddbmm", "bias": "full"}
+            key = GemmProblem.from_dict(twin)
+            if key not in seen:
+                seen.add(key)
+                twins.append(twin)
+    return twins
+
+
 def main() -> int:
     zoo = read_zoo()
     holdout = OUT / "zoo-holdout.json"
@@ -127,9 +144,11 @@ def main() -> int:
     t_planned = plan.plan(named(train, MAX_FLOPS["train"]), H100, split="train", space="sample/4")
     v_keys = set().union(*map(kernel_keys, v_planned))
     t_planned = compile_order(t_planned, v_keys)
+    b_planned = plan.plan(named(baddbmm_twins(train), MAX_FLOPS["train"]), H100, split="train", space="sample/4")
+    b_planned = compile_order(b_planned, v_keys.union(*map(kernel_keys, t_planned)))
     OUT.mkdir(parents=True, exist_ok=True)
     holdout.write_text(json.dumps({"families": families, "rule": __doc__.split("\n\n")[2]}, indent=1) + "\n")
-    for name, items in (("validation", v_planned), ("train", t_planned)):
+    for name, items in (("validation", v_planned), ("train", t_planned), ("baddbmm-train", b_planned)):
         shapes.to_json([(p.generator, p.problem) for p in items], OUT / f"zoo-{name}.json", f"h100-zoo-{name}")
         keys = set().union(*map(kernel_keys, items))
         classes = Counter(workload_class(p.problem) for p in items)
