@@ -22,7 +22,7 @@ from diode_backend.model.validate import (
     spread,
     validate,
 )
-from diode_backend.model.validation_plots import write_plots
+from diode_backend.model.validation_plots import regret_figure, regret_ticks, write_plots
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
 
@@ -200,3 +200,33 @@ def test_plots_are_skipped_without_matplotlib(monkeypatch, tmp_path):
     report = validate(Oracle(problems), problems, H100)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
     assert write_plots(report, tmp_path / "plots") == []
+
+
+def test_regret_ticks_reach_the_worst_regret():
+    assert regret_ticks(1.0) == [1.0]
+    assert regret_ticks(1.3) == [1.0, 1.05, 1.1, 1.2, 1.5]
+    assert regret_ticks(2.5) == [1.0, 1.1, 1.5, 2.0, 3.0]
+    assert regret_ticks(12.0) == [1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0]
+    assert regret_ticks(500.0)[-1] == 100.0
+
+
+def test_plots_are_png_files_with_plain_regret_labels(tmp_path):
+    pytest.importorskip("matplotlib")  # the plots extra, which the test extra includes
+    from PIL import Image
+
+    problems = synthetic_problems(6, "validation")
+    report = validate(Oracle(problems), problems, H100)
+    for row in report["per_problem"]:
+        row["model"]["top1_regret"] = 1.0 + 0.3 * report["per_problem"].index(row)  # up to 2.5x
+    written = write_plots(report, tmp_path / "plots")
+    assert [p.name for p in written] == ["top1_regret.png", "reliability.png"]
+    for path in written:
+        with Image.open(path) as image:
+            assert image.format == "PNG" and image.size[0] >= 400
+    import matplotlib.pyplot as plt
+
+    figure = regret_figure(plt, report)
+    figure.canvas.draw()
+    labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    assert labels == ["1x", "1.1x", "1.5x", "2x", "3x"]
+    plt.close(figure)

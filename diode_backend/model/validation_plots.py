@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
+
+
+# Where the regret axis may be labelled: a log scale would otherwise read "2x10^0".
+REGRET_TICKS = (1.0, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def regret_ticks(worst: float) -> list[float]:
+    """The labelled regrets, up to the first at or above ``worst``: on a log axis, each at least
+    a twelfth of the axis from the last, so that no two labels overlap."""
+    end = next((t for t in REGRET_TICKS if t >= worst), REGRET_TICKS[-1])
+    if end == 1.0:
+        return [1.0]
+    gap = math.log(end) / 12
+    ticks = [1.0]
+    for tick in REGRET_TICKS:
+        if 1.0 < tick <= end and math.log(tick / ticks[-1]) >= gap and math.log(end / tick) >= gap:
+            ticks.append(tick)
+    return ticks + [end]
 
 
 def write_plots(report: dict[str, Any], folder: str | Path) -> list[Path]:
@@ -22,25 +41,38 @@ def write_plots(report: dict[str, Any], folder: str | Path) -> list[Path]:
 
 
 def _regret_distribution(plt, report: dict[str, Any], path: Path) -> Path:
+    figure = regret_figure(plt, report)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def regret_figure(plt, report: dict[str, Any]):
+    """The cumulative distribution of each scorer's top-1 regret (and the baselines')."""
     rows = report["per_problem"]
     series = {name: [row[name]["top1_regret"] for row in rows] for name in report["scorers"]}
     for name, key in (("inductor_default (best of)", "inductor_default_regret"), ("aten", "aten_regret")):
         if all(key in row for row in rows):
             series[name] = [row[key] for row in rows]
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for name, values in series.items():
         ordered = sorted(values)
         axes.step(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], where="post", label=name)
     axes.set_xscale("log")
+    ticks = regret_ticks(max(max(values) for values in series.values()))
+    axes.xaxis.set_major_locator(FixedLocator(ticks))
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}x"))
+    axes.set_xlim(1.0, ticks[-1])
     axes.set_xlabel("top-1 regret (time of pick / fastest measured)")
     axes.set_ylabel("fraction of validation problems")
     axes.set_title(f"Top-1 regret, {report['problems']} validation problems")
     axes.grid(True, alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return figure
 
 
 def _reliability(plt, report: dict[str, Any], path: Path) -> Path:
