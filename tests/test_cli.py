@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from diode_backend.cache import cached_rank
-from diode_backend.cli import COMMANDS, build_parser, main
+from diode_backend.offline.cli import COMMANDS, build_parser, main
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
 
@@ -50,7 +50,7 @@ def test_subcommands_are_registered_with_complete_help():
 def test_help_and_version_import_no_torch():
     """`diode --help` answers at once: building the parser (every subcommand's) imports no torch."""
     code = (
-        "import sys\nfrom diode_backend.cli import main\n"
+        "import sys\nfrom diode_backend.offline.cli import main\n"
         "for argv in (['--help'], ['--version'], ['train', '--help'], ['collect', 'sweep', '--help']):\n"
         "    try:\n        main(argv)\n    except SystemExit as done:\n        assert done.code == 0, argv\n"
         "print('torch' in sys.modules)\n"
@@ -63,7 +63,7 @@ def test_help_and_version_import_no_torch():
 
 def test_console_script_runs_in_a_real_process():
     script = Path(sys.executable).with_name("diode")
-    command = [str(script)] if script.exists() else [sys.executable, "-c", "from diode_backend.cli import main; raise SystemExit(main())"]
+    command = [str(script)] if script.exists() else [sys.executable, "-c", "from diode_backend.offline.cli import main; raise SystemExit(main())"]
     done = subprocess.run([*command, "plugins"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "diode_backend.builtin  [built-in]" in done.stdout

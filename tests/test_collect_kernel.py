@@ -12,14 +12,14 @@ import textwrap
 
 import pytest
 
-from diode_backend.collect import kernel
+from diode_backend.offline.collect import kernel
 from diode_backend.problem import GemmProblem, KernelConfig
 
 INTERPRETED = textwrap.dedent(
     """
     import json, sys, torch
-    from diode_backend.collect import kernel
-    from diode_backend.collect.sweep import TOLERANCE, make_operands
+    from diode_backend.offline.collect import kernel
+    from diode_backend.offline.collect.sweep import TOLERANCE, make_operands
     from diode_backend.problem import GemmProblem, KernelConfig
     out = []
     for problem, config in json.loads(sys.argv[1]):

@@ -115,7 +115,7 @@ def _last_line_of(code: str, *args: str) -> str:
 
 _READ = """
     import sys
-    from diode_backend.dataset import load_dataset
+    from diode_backend.offline.dataset import load_dataset
     from diode_backend.model.checkpoint import load_checkpoint
     from diode_backend.model.manifest import read_manifest
     try:
@@ -362,7 +362,7 @@ def models_with_a_broken_one(tmp_path, monkeypatch):
 
 def test_models_check_fails_on_a_broken_manifest(capsys, models_with_a_broken_one):
     """Failure 6: `diode models --check` exited 0 while a manifest was broken."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     for json_flag in ([], ["--json"]):
         assert main(["models", "--hardware", "h100", "--check", *json_flag]) == 1
@@ -437,7 +437,7 @@ def damaged_shard(tmp_path, request):
 def test_a_damaged_shard_is_one_line_naming_the_file_and_the_fix(capsys, tmp_path, damaged_shard, command):
     """Failure 4: IndexError, struct.error or TypeError tracebacks, float99 and conv accepted,
     NaN and negative times trained on or validated into nan figures."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     shard, what = damaged_shard
     argv = {"dataset info": ["dataset", "info", str(shard.parent)],
@@ -455,7 +455,7 @@ def _one_candidate_problems(folder: Path, train: int, single: int) -> Path:
     """A dataset of ``train`` training problems, the first ``single`` timed on one candidate."""
     from dataclasses import replace
 
-    from diode_backend.dataset import DatasetMeta, write_shard
+    from diode_backend.offline.dataset import DatasetMeta, write_shard
     from synthetic_timings import H100, synthetic_problems
 
     problems = synthetic_problems(train)
@@ -466,7 +466,7 @@ def _one_candidate_problems(folder: Path, train: int, single: int) -> Path:
 
 def test_train_says_why_it_left_problems_out(capsys, tmp_path):
     """Failure 4: problems train could not learn from vanished without a word ("got 0 problems")."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     tiny = ["--max-epochs", "1", "--steps-per-epoch", "2", "--hidden", "8", "--ensemble", "2"]
     data = _one_candidate_problems(tmp_path / "some", train=8, single=3)
@@ -483,7 +483,7 @@ def test_train_says_why_it_left_problems_out(capsys, tmp_path):
 def test_validate_prints_no_nan_figures(capsys, tmp_path, model):
     """Failure 4: figures that do not exist (an AUROC without misses, the worst of no trusted
     pick, an uncalibrated model's ECE) were printed as nan."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
     from model_files import write_checkpoint
     from synthetic_timings import write_dataset
 
@@ -565,7 +565,7 @@ def test_plugin_faults_under_the_cli_are_one_line(capsys, where, exits):
     """Failure 4: a plugin failing in a hook, or its scorer in load or predict, by an exception
     or by sys.exit(), gave a traceback (or ended with status 5) under `diode models`, `predict`
     and `status`. A command fails only where the faulty model was needed, with one line."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     for name, argv in _COMMANDS.items():
         registry.clear()  # each command as in a process of its own
@@ -603,7 +603,7 @@ time.sleep(600)
 def test_a_killed_feedback_collection_keeps_what_it_flushed(tmp_path):
     """Failure 5: `diode collect feedback` wrote only at exit, so SIGTERM or SIGKILL lost every
     GEMM it had recorded. Now SIGTERM loses none, SIGKILL at most those since the last shard."""
-    from diode_backend.dataset import load_dataset
+    from diode_backend.offline.dataset import load_dataset
 
     script = tmp_path / "gemms.py"
     script.write_text(_GEMMS)

@@ -3,7 +3,7 @@
 Inductor calls its feedback savers (``select_algorithm.add_feedback_saver``, the same on torch
 2.11 and 2.13) after it benchmarks the choices of an op, with each choice's time in
 milliseconds. :func:`record_inductor_timings` installs one saver for the ``with`` block and turns
-every GEMM it sees into a :class:`~diode_backend.dataset.ProblemTimings` (microseconds): the
+every GEMM it sees into a :class:`~diode_backend.offline.dataset.ProblemTimings` (microseconds): the
 problem described as DIODE describes it inside ``torch.compile`` (:mod:`.convert`), and every
 candidate, whatever its kind (Triton templates, ATen, C++ templates on CPU, ...).
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import counters
-from ..dataset import ProblemTimings
+from ..offline.dataset import ProblemTimings
 from ..problem import GemmProblem, KernelConfig
 from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
 

@@ -2,7 +2,7 @@
 
 What the loop optimises, and why:
 
-- **Held-out families.** Families named in ``holdout_families`` (:mod:`diode_backend.families`)
+- **Held-out families.** Families named in ``holdout_families`` (:mod:`diode_backend.offline.families`)
   are left out of everything, so that validating on them measures architectures never seen.
 - **Split by family.** A seeded fraction of the remaining problems is held out in two halves of
   whole families: one drives early stopping, and both fit the confidence calibration, which then
@@ -43,15 +43,15 @@ from typing import Any, TextIO
 
 import torch
 
-from ..dataset import ProblemTimings
-from ..families import family_of, without_families
+from .dataset import ProblemTimings
+from .families import family_of, without_families
 from ..features import FeatureExtractor
 from ..files import write_atomic
 from ..problem import HardwareInfo
-from .calibration import TOLERANCE, confidence_raw, fit_calibration
-from .checkpoint import checkpoint_data
-from .network import TimingModel
-from .novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
+from ..model.calibration import TOLERANCE, confidence_raw, fit_calibration
+from ..model.checkpoint import checkpoint_data
+from ..model.network import TimingModel
+from ..model.novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
 from .train_options import TrainOptions
 
 _STATE_FORMAT = "diode-training-state"
@@ -325,8 +325,8 @@ def write_model_manifest(
     """Write ``folder/manifest.json`` for the ``folder/model.pt`` that :func:`train` wrote: ops
     and dtypes from ``problems``, schema and data digest from the checkpoint, its checksum."""
     from ..problem import SUPPORTED_DTYPES, SUPPORTED_OPS
-    from .checkpoint import file_sha256
-    from .manifest import ModelManifest, write_manifest
+    from ..model.checkpoint import file_sha256
+    from ..model.manifest import ModelManifest, write_manifest
 
     folder = Path(folder)
     checkpoint = torch.load(folder / "model.pt", weights_only=True, map_location="cpu")

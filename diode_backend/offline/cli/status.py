@@ -36,8 +36,8 @@ class _DeprecatedDevice(argparse.Action):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..options import DiodeOptionError
-    from ..report import status
+    from ...options import DiodeOptionError
+    from ...report import status
 
     report = status(args.hardware)
     errors = report["option_errors"]
@@ -67,7 +67,7 @@ def _print(report: dict) -> None:
     for name, value in report["options"].items():
         error = report["option_errors"].get(name)
         print(f"  {name} = {value!r}" + (f"  INVALID {error}" if error else ""))
-    from ..cache import default_cache
+    from ...cache import default_cache
 
     cache = default_cache().info()
     print(f"prediction cache: {cache.directory} ({cache.entries} entries; `diode cache info`)")

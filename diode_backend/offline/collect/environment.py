@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 
-from .. import __version__, registry
-from ..options import DiodeOptionError
-from ..problem import HardwareInfo
+from ... import __version__, registry
+from ...options import DiodeOptionError
+from ...problem import HardwareInfo
 
 _SMI_FIELDS = ("driver_version", "clocks.max.sm", "clocks.max.memory", "power.limit")
 

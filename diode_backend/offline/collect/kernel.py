@@ -25,7 +25,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from ..problem import GemmProblem, KernelConfig
+from ...problem import GemmProblem, KernelConfig
 
 BIAS_MODES = {"none": 0, "row": 1, "full": 2}
 _SIZE_ARGS = ["M_q", "N_q", "K_q"]

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from ..dataset import DatasetMeta, ProblemTimings, load_dataset
-from ..problem import KIND_ATEN, KIND_TRITON, GemmProblem, KernelConfig
+from ...problem import KIND_ATEN, KIND_TRITON, GemmProblem, KernelConfig
 from .plan import PlannedProblem
 from .sweep import TOLERANCE, _tf32, make_operands, run_sweep
 from .timing import Timer, TimingMethod
@@ -43,7 +43,7 @@ def inductor_timings(
     """Compile ``problem``'s op with max-autotune and return what Inductor benchmarked (in
     microseconds), a launch of each of its ATen and Triton kernels, and the operands those
     launches use (``make_operands``; the output is ``ops["out"]``)."""
-    from ..inductor.feedback import choice_launcher, record_inductor_timings
+    from ...inductor.feedback import choice_launcher, record_inductor_timings
 
     ops = make_operands(problem, device)
     a, b, bias = ops["a"], ops["b"], ops["bias"]

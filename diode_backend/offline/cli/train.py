@@ -26,7 +26,7 @@ _OPTION_HELP = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..model.train_options import TrainOptions
+    from ..train_options import TrainOptions
 
     parser = subparsers.add_parser(
         "train",
@@ -77,10 +77,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from .. import registry
+    from ... import registry
     from ..dataset import load_dataset
     from ..families import check_families, parse_families, without_families
-    from ..model.train import TrainOptions, inference_hardware, train, write_model_manifest
+    from ..train import TrainOptions, inference_hardware, train, write_model_manifest
     from . import CommandError, UsageError
 
     if args.threads:

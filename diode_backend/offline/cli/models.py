@@ -36,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import registry
-    from ..options import OPTIONS_BY_NAME, env_default
+    from ... import registry
+    from ...options import OPTIONS_BY_NAME, env_default
 
     hardware = registry.resolve_hardware(args.hardware)
     requested, error = env_default(OPTIONS_BY_NAME["diode_model"])
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if picked is not None and picked.name not in {entry.name for entry in entries}:
         entries.append(picked)  # a model named by path
     rows = [_row(entry, hardware, picked, sources, args.check) for entry in entries]
-    from ..model.entries import broken_manifests
+    from ...model.entries import broken_manifests
 
     broken = {str(folder): error for folder, error in broken_manifests().items()}
     failed = args.check and (bool(broken) or not all(row["usable"] for row in rows))
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(entry: Any, hardware: Any, picked: Any, sources: dict[str, str], check: bool) -> dict[str, Any]:
-    from .. import registry
+    from ... import registry
 
     manifest = getattr(entry, "manifest", None)
     row: dict[str, Any] = {
@@ -109,7 +109,7 @@ def _row(entry: Any, hardware: Any, picked: Any, sources: dict[str, str], check:
 
 def _source_labels(plugin_of: dict[str, str]) -> dict[str, str]:
     """Scorer name -> ``built-in`` or ``plugin NAME (DISTRIBUTION VERSION)``."""
-    from ..plugins import plugin_report
+    from ...plugins import plugin_report
 
     distributions = {p["name"]: p["distribution"] for p in plugin_report()}
     labels = {}

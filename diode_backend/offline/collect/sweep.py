@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from ..dataset import DatasetMeta, ProblemTimings, ShardWriter, collected_problems
-from ..problem import KIND_ATEN, GemmProblem, KernelConfig
+from ...problem import KIND_ATEN, GemmProblem, KernelConfig
 from . import kernel
 from .plan import PlannedProblem
 from .progress import Progress

@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ...problem import GemmProblem
+from ....problem import GemmProblem
 from ...workload import WORKLOAD_CLASSES, workload_class
 from .families import ARCHITECTURES
 

@@ -29,7 +29,7 @@ class UsageError(CommandError):
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; building it imports no torch (``diode --help`` stays fast)."""
-    from .. import __version__
+    from ... import __version__
 
     parser = argparse.ArgumentParser(
         prog="diode",
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..options import DiodeOptionError
+    from ...options import DiodeOptionError
 
     args = build_parser().parse_args(argv)
     try:

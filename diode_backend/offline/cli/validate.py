@@ -82,11 +82,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import registry
+    from ... import registry
     from ..dataset import load_dataset
     from ..families import check_families, of_families, parse_families, without_families
-    from ..model.train import inference_hardware
-    from ..model.validate import validate
+    from ..train import inference_hardware
+    from ..validate import validate
     from . import CommandError, UsageError
 
     dataset = load_dataset(args.data)
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         train_problems = without_families(train_problems, families)
     default_candidates = None
     if not args.no_default_baseline:
-        from ..inductor.configs import candidate_space
+        from ...inductor.configs import candidate_space
 
         def default_candidates(problem):
             return candidate_space(problem, hardware, "DEFAULT")
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(_strict(report), indent=2, allow_nan=False) + "\n")
     if args.plots:
-        from ..model.validation_plots import write_plots
+        from ..plots import write_plots
 
         written = write_plots(report, args.plots)
         print("plots: " + (", ".join(map(str, written)) if written else "skipped (matplotlib is not installed: pip install 'diode-backend[plots]')"), file=sys.stderr)
@@ -239,7 +239,7 @@ def print_groups(title: str, groups: dict[str, Any]) -> None:
 def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
     import dataclasses
 
-    from ..model.manifest import read_manifest, write_manifest
+    from ...model.manifest import read_manifest, write_manifest
     from . import UsageError
 
     if not folder.is_dir():

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...problem import GemmProblem
+from ....problem import GemmProblem
 
 #: Last components of the module names of column-parallel layers (their output features split).
 COLUMN_PARALLEL = frozenset(

@@ -30,8 +30,8 @@ from typing import Any
 
 import msgpack
 
-from .files import RefusedFile, read_regular_file, write_atomic
-from .problem import BIASES, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
+from ..files import RefusedFile, read_regular_file, write_atomic
+from ..problem import BIASES, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 
 FORMAT = "diode-gemm-timings"
 VERSION = 1

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ...problem import GemmProblem
+from ....problem import GemmProblem
 from .families import Architecture
 from .trace import TracedGemm, expert_gemms, trace_gemms
 

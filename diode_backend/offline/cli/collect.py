@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..collect.plan import SPACES
 from ..families import parse_families
-from ..problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS
+from ...problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS
 from . import CommandError, UsageError
 
 GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
@@ -212,7 +212,7 @@ def run_zoo(args: argparse.Namespace) -> int:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from .. import registry
+    from ... import registry
     from ..collect import plan, shapes
     from ..collect.environment import environment, hardware_of
     from ..collect.sweep import run_sweep as sweep
@@ -262,7 +262,7 @@ def run_feedback(args: argparse.Namespace) -> int:
 
     from ..collect.environment import environment, hardware_of
     from ..dataset import DatasetMeta, ShardWriter
-    from ..inductor.feedback import record_inductor_timings
+    from ...inductor.feedback import record_inductor_timings
 
     if args.flush_every < 1:
         raise UsageError(f"--flush-every {args.flush_every}: expected a whole number >= 1")

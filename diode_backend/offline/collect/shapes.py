@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..problem import GemmProblem
+from ...problem import GemmProblem
 
 Sizes = tuple[int, int, int]  # (m, n, k)
 Named = tuple[str, GemmProblem]

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from ..cache import default_cache
+    from ...cache import default_cache
 
     info = default_cache().info()
     if args.json:
@@ -50,7 +50,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_clear(args: argparse.Namespace) -> int:
-    from ..cache import default_cache
+    from ...cache import default_cache
 
     cache = default_cache()
     before = cache.info()

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from ..problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem
+from ...problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem
 
 _BATCHED = ("bmm", "baddbmm")
 
@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import registry
-    from ..select import rank_candidates
+    from ... import registry
+    from ...select import rank_candidates
     from . import CommandError, UsageError
 
     if args.hardware == "list":
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             f"no model applies to {hardware.name}; name one with --model (`diode models` lists them)"
         )
     scorer = registry.load_scorer(entry)
-    from ..inductor.configs import candidate_space
+    from ...inductor.configs import candidate_space
 
     configs = candidate_space(problem, hardware, args.space)
     try:

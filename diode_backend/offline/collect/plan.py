@@ -13,8 +13,8 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .. import plugins
-from ..problem import KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
+from ... import plugins
+from ...problem import KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
 from .shapes import Named
 
 SPACES = ("exhaustive", "sample/4", "sample/4+default")
@@ -58,7 +58,7 @@ def stratified_quarter(configs: Sequence[KernelConfig]) -> list[KernelConfig]:
 
 def with_default(problem: GemmProblem, hardware: HardwareInfo, configs: Sequence[KernelConfig]) -> list[KernelConfig]:
     """``configs`` plus Inductor's DEFAULT Triton configs for ``problem`` that they lack."""
-    from ..inductor.configs import triton_candidates
+    from ...inductor.configs import triton_candidates
 
     have = set(configs)
     return [*configs, *(c for c in triton_candidates(problem, hardware, "DEFAULT") if c not in have)]

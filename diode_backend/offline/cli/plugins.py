@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..plugins import plugin_report
+    from ...plugins import plugin_report
 
     report = plugin_report()
     if args.json:
