@@ -79,13 +79,13 @@ def two_thousand(problem):
 
 def learned_scorer(hidden: int, layers: int, ensemble: int, workdir: Path):
     """The shipped H100 model if there is one, else a random checkpoint of that size."""
-    from diode_backend import registry
+    from diode_backend import catalog, registry
     from diode_backend.model.checkpoint import checkpoint_data
     from diode_backend.model.learned import LearnedScorer
     from diode_backend.model.network import TimingModel
 
-    h100 = registry.resolve_hardware("h100")
-    entry = registry.pick_entry(h100)
+    h100 = catalog.resolve_hardware("h100")
+    entry = catalog.pick_entry(h100)
     if entry is not None and entry.name != "analytical":
         return registry.load_scorer(entry), f"{entry.name} (shipped)"
     extractor = registry.feature_extractors()["gemm"]
@@ -108,14 +108,14 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as workdir:
         os.environ["DIODE_CACHE_DIR"] = workdir  # a private cache: results never depend on old entries
-        from diode_backend import registry
+        from diode_backend import catalog, registry
         from diode_backend.analytical import AnalyticalScorer
         from diode_backend.cache import cached_rank, default_cache, prediction_key
         from diode_backend.inductor.configs import candidate_space
         from diode_backend.problem import GemmProblem
         from diode_backend.select import rank_candidates
 
-        hardware = registry.resolve_hardware("h100")
+        hardware = catalog.resolve_hardware("h100")
         learned, learned_label = learned_scorer(args.hidden, args.layers, args.ensemble, Path(workdir))
         scorers = {"analytical": AnalyticalScorer(), "learned": learned}
         store = default_cache()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from diode_backend import registry
+from diode_backend import catalog, registry
 from diode_backend.inductor.configs import candidate_space
 from diode_backend.problem import GemmProblem
 from diode_backend.select import rank_candidates
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     torch.set_num_threads(1)
-    hardware = registry.resolve_hardware(args.hardware)
-    entry = registry.pick_entry(hardware, args.model)
+    hardware = catalog.resolve_hardware(args.hardware)
+    entry = catalog.pick_entry(hardware, args.model)
     scorer = registry.load_scorer(entry)
     problem = GemmProblem("mm", 2048, 4096, 4096, dtype="bfloat16", b_layout="col")
     space = candidate_space(problem, hardware, "EXHAUSTIVE")

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 import diode_backend
-from diode_backend import cache, hookimpl, plugins, registry
+from diode_backend import cache, catalog, hookimpl, plugins
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.manifest import read_manifest
 from diode_backend.options import DiodeOptionError
@@ -200,13 +200,13 @@ def test_a_plugin_whose_scorer_registration_fails_hides_no_other_model(error, ca
     class Broken:
         diode_register_scorers = hookimpl(_raise(error))
 
-    h100 = registry.resolve_hardware("h100")
+    h100 = catalog.resolve_hardware("h100")
     broken = f"broken_{type(error).__name__}"  # warnings are once per process: a name per case
     with _registered(**{broken: Broken()}, named_plugin=_NamedScorerPlugin()):
         with caplog.at_level(logging.WARNING, logger="diode_backend"):
-            assert registry.pick_entry(h100).name == "nvidia-h100-gemm"  # the shipped model
-            assert registry.pick_entry(h100, _Named.name).name == _Named.name
-            assert "analytical" in registry.list_available_models()
+            assert catalog.pick_entry(h100).name == "nvidia-h100-gemm"  # the shipped model
+            assert catalog.pick_entry(h100, _Named.name).name == _Named.name
+            assert "analytical" in catalog.list_available_models()
     warnings = [r.getMessage() for r in caplog.records if repr(broken) in r.getMessage()]
     assert len(warnings) == 1 and "diode_register_scorers" in warnings[0]
     assert diode_backend.stats()["counters"]["plugin_errors"] == 1
@@ -222,21 +222,21 @@ def test_a_scorer_whose_applies_to_fails_is_skipped_alone(error, caplog):
             register(ScorerEntry(bad, _Named, _raise(error), priority=100, identity=bad))
 
     bad = f"bad-check-{type(error).__name__}"  # warnings are once per process: a name per case
-    h100 = registry.resolve_hardware("h100")
+    h100 = catalog.resolve_hardware("h100")
     with _registered(bad_check_plugin=BadCheck(), named_plugin=_NamedScorerPlugin()):
         with caplog.at_level(logging.WARNING, logger="diode_backend"):
             for _ in range(2):
-                assert registry.pick_entry(h100).name == "nvidia-h100-gemm"
-            assert registry.pick_entry(h100, _Named.name).name == _Named.name
-            assert registry.pick_entry(h100, bad).name == bad  # chosen by name: applies_to is not asked
+                assert catalog.pick_entry(h100).name == "nvidia-h100-gemm"
+            assert catalog.pick_entry(h100, _Named.name).name == _Named.name
+            assert catalog.pick_entry(h100, bad).name == bad  # chosen by name: applies_to is not asked
     assert len([r for r in caplog.records if repr(bad) in r.getMessage()]) == 1
 
 
 _EXITING_IMPORT = """
     import logging, sys
     logging.basicConfig(level=logging.WARNING)
-    from diode_backend import registry
-    print(sorted(registry.scorer_entries()))
+    from diode_backend import catalog
+    print(sorted(catalog.scorer_entries()))
 """
 
 
@@ -374,9 +374,9 @@ def test_models_check_fails_on_a_broken_manifest(capsys, models_with_a_broken_on
 def test_naming_a_model_whose_manifest_is_broken_says_what_is_wrong(models_with_a_broken_one):
     """Failure 6: naming it said "no such model" instead of pointing at the manifest."""
     with pytest.raises(DiodeOptionError, match="missing 'sha256'") as error:
-        registry.pick_entry(registry.resolve_hardware("h100"), "acme")
+        catalog.pick_entry(catalog.resolve_hardware("h100"), "acme")
     assert str(models_with_a_broken_one) in str(error.value)
-    assert registry.pick_entry(registry.resolve_hardware("h100"), "good-h100").name == "good-h100"
+    assert catalog.pick_entry(catalog.resolve_hardware("h100"), "good-h100").name == "good-h100"
 
 
 # -- damaged dataset shards (issue 16, failure 4) ------------------------------------------------
@@ -568,7 +568,7 @@ def test_plugin_faults_under_the_cli_are_one_line(capsys, where, exits):
     from diode_backend.offline.cli import main
 
     for name, argv in _COMMANDS.items():
-        registry.clear()  # each command as in a process of its own
+        catalog.clear()  # each command as in a process of its own
         with _registered(faulty=_FaultyPlugin(where, exits)):
             code = main(argv)
         out, err = capsys.readouterr()

@@ -14,7 +14,7 @@ from typing import Any
 from torch._inductor import config
 from torch._inductor.choices import InductorChoices
 
-from .. import __version__, counters, registry
+from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
 from .decide import GemmContext, diode_requested, rank_template_choices, resolve_context
 
@@ -61,14 +61,11 @@ def model_identity() -> str:
     if not diode_requested():
         return "inactive"
     try:
-        import torch
-
         from .options import current_options
 
         options = current_options()
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        hardware = registry.detect_hardware(device)
-        entry = registry.pick_entry(hardware, options.diode_model) if hardware else None
+        hardware = registry.detect_hardware(catalog.default_device())
+        entry = catalog.pick_entry(hardware, options.diode_model) if hardware else None
         if entry is None:
             return "none"
         return f"{entry.name}:{entry.identity or registry.load_scorer(entry).identity}"

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import cache, counters, registry
+from .. import cache, catalog, counters, registry
 from ..logs import log
 from ..options import DiodeOptions, parse_backends
 from ..problem import KIND_TRITON, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
@@ -96,7 +96,7 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
     hardware = registry.detect_hardware(str(kernel_inputs.device()))
     if hardware is None:
         return replace(context, problem=problem, fallback="no_hardware")
-    entry = registry.pick_entry(hardware, options.diode_model)
+    entry = catalog.pick_entry(hardware, options.diode_model)
     if entry is None:
         return replace(context, problem=problem, hardware=hardware, fallback="no_model")
     scorer = registry.load_scorer(entry)

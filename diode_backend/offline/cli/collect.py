@@ -212,7 +212,7 @@ def run_zoo(args: argparse.Namespace) -> int:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from ... import registry
+    from ... import catalog
     from ..collect import plan, shapes
     from ..collect.environment import environment, hardware_of
     from ..collect.sweep import run_sweep as sweep
@@ -227,7 +227,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     if args.hardware:
         if not args.dry_run:
             raise UsageError("--hardware plans for named hardware: use it with --dry-run (a sweep times the GPUs it runs on)")
-        devices, hardware = [], registry.resolve_hardware(args.hardware)
+        devices, hardware = [], catalog.resolve_hardware(args.hardware)
     elif not torch.cuda.is_available():
         raise CommandError("the sweep needs a CUDA GPU (`--dry-run --hardware NAME` shows its plan without one)")
     else:

@@ -36,17 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ... import registry
+    from ... import catalog, registry
     from ...options import OPTIONS_BY_NAME, env_default
 
-    hardware = registry.resolve_hardware(args.hardware)
+    hardware = catalog.resolve_hardware(args.hardware)
     requested, error = env_default(OPTIONS_BY_NAME["diode_model"])
     if error:
         raise ValueError(error)
-    picked = registry.pick_entry(hardware, requested)
-    reason = registry.pick_reason(hardware, picked, requested)
+    picked = catalog.pick_entry(hardware, requested)
+    reason = catalog.pick_reason(hardware, picked, requested)
     sources = _source_labels(registry.scorer_sources())
-    entries = list(registry.scorer_entries().values())
+    entries = list(catalog.scorer_entries().values())
     if picked is not None and picked.name not in {entry.name for entry in entries}:
         entries.append(picked)  # a model named by path
     rows = [_row(entry, hardware, picked, sources, args.check) for entry in entries]
@@ -83,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(entry: Any, hardware: Any, picked: Any, sources: dict[str, str], check: bool) -> dict[str, Any]:
-    from ... import registry
+    from ... import catalog, registry
 
     manifest = getattr(entry, "manifest", None)
     row: dict[str, Any] = {
         "name": entry.name,
         "source": getattr(entry, "source", "") or sources.get(entry.name, "registered"),
-        "applies": bool(registry.entry_applies(entry, hardware)),
+        "applies": bool(catalog.entry_applies(entry, hardware)),
         "picked": picked is not None and picked.name == entry.name,
         "priority": entry.priority,
         "description": entry.description,

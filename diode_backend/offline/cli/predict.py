@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ... import registry
+    from ... import catalog, registry
     from ...select import rank_candidates
     from . import CommandError, UsageError
 
@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         raise UsageError(f"--top-k {args.top_k}: expected a whole number >= 1")
     problem = _problem(args)
-    hardware = registry.resolve_hardware(args.hardware)
-    entry = registry.pick_entry(hardware, args.model)
+    hardware = catalog.resolve_hardware(args.hardware)
+    entry = catalog.pick_entry(hardware, args.model)
     if entry is None:
         raise CommandError(
             f"no model applies to {hardware.name}; name one with --model (`diode models` lists them)"

@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ... import registry
+    from ... import catalog, registry
     from ..dataset import load_dataset
     from ..families import check_families, of_families, parse_families, without_families
     from ..train import inference_hardware
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     if not problems:
         raise CommandError(f"{', '.join(map(str, args.data))}: no problems in split {args.split!r}")
     hardware = inference_hardware(dataset.hardware)
-    entry = registry.pick_entry(hardware, args.model)
+    entry = catalog.pick_entry(hardware, args.model)
     scorer = registry.load_scorer(entry)
     manifest = getattr(entry, "manifest", None)
     if manifest is not None and not manifest.applies_to(hardware):
