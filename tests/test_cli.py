@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from diode_backend.cache import cached_rank
+from diode_backend.cache import CachingScorer
 from diode_backend.offline.cli import COMMANDS, build_parser, main
+from diode_backend.policy import rank_candidates
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
 
@@ -237,7 +238,7 @@ def test_cache_info_and_clear(capsys, isolated_caches):
     hardware = HardwareInfo("NVIDIA H100 80GB HBM3", "nvidia", sm_count=132)
     configs = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 64, 64, 32, 3, 4, 8)]
     for m in (64, 128, 256):
-        cached_rank(_Fixed(), GemmProblem("mm", m, 64, 64), configs, hardware, enabled=True)
+        rank_candidates(CachingScorer(_Fixed()), GemmProblem("mm", m, 64, 64), configs, hardware)
     code, out, _ = run(capsys, "cache", "info")
     assert code == 0
     assert f"location: {isolated_caches / 'diode' / 'predictions-v1'}" in out

@@ -26,6 +26,7 @@ from diode_backend import cache, catalog, hookimpl, plugins
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.manifest import read_manifest
 from diode_backend.options import DiodeOptionError
+from diode_backend.policy import rank_candidates
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction, ScorerEntry
 
@@ -40,6 +41,7 @@ _HOSTILE_ENTRY = textwrap.dedent(
     import json, os, stat, sys
     import diode_backend
     from diode_backend import cache
+    from diode_backend.policy import rank_candidates
     from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
     from diode_backend.scorer import Prediction
 
@@ -51,14 +53,14 @@ _HOSTILE_ENTRY = textwrap.dedent(
     hw = HardwareInfo("NVIDIA H100", "nvidia")
     problem = GemmProblem("mm", 64, 64, 64)
     configs = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)]
-    cache.cached_rank(Scorer(), problem, configs, hw, enabled=True)
+    rank_candidates(cache.CachingScorer(Scorer()), problem, configs, hw)
     path = cache.default_cache().path_of(cache.prediction_key(Scorer(), problem, configs, hw))
     path.unlink()
     if sys.argv[1] == "fifo":
         os.mkfifo(path)
     else:
         os.symlink("/dev/zero", path)
-    ranking = cache.cached_rank(Scorer(), problem, configs, hw, enabled=True)
+    ranking = rank_candidates(cache.CachingScorer(Scorer()), problem, configs, hw)
     print(json.dumps({"order": list(ranking.order), "counters": diode_backend.stats()["counters"],
                       "repaired": stat.S_ISREG(os.lstat(path).st_mode)}))
     """
@@ -329,7 +331,7 @@ def test_an_out_of_range_prediction_decides_nothing_and_is_not_cached(times, con
     scorer = _Answers(times, confidence)
     for _ in range(2):
         with pytest.raises(ValueError, match=f"scorer {re.escape(repr(scorer.name))}.*{re.escape(message)}"):
-            cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+            rank_candidates(cache.CachingScorer(scorer), _MM, _TWO, _H100)
     assert "prediction_cache_corrupt" not in diode_backend.stats()["counters"]
     assert not list(cache.default_cache().directory.rglob("*.msgpack"))
 
@@ -337,8 +339,8 @@ def test_an_out_of_range_prediction_decides_nothing_and_is_not_cached(times, con
 def test_a_whole_number_confidence_is_cached_and_served(isolated_caches):
     """Failure 6: a confidence of 1 (an int) was used, then refused as corrupt on every read."""
     scorer = _Answers((2.0, math.inf), 1)
-    first = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
-    second = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    first = rank_candidates(cache.CachingScorer(scorer), _MM, _TWO, _H100)
+    second = rank_candidates(cache.CachingScorer(scorer), _MM, _TWO, _H100)
     assert scorer.calls == 1 and first == second and second.confidence == 1.0
     counts = diode_backend.stats()["counters"]
     assert counts["prediction_cache_hits"] == 1 and "prediction_cache_corrupt" not in counts

@@ -16,7 +16,8 @@ from torch._inductor.choices import InductorChoices
 
 from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
-from .decide import GemmContext, diode_requested, rank_template_choices, resolve_context
+from .context import GemmContext, diode_requested, resolve_context
+from .group_configs import keep_group_configs
 
 _context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
 
@@ -49,7 +50,7 @@ class DiodeChoicesMixin:
         context = _context.get()
         if context is None:
             return ktcs
-        return _guarded(lambda: rank_template_choices(ktcs, context), fallback=ktcs)
+        return _guarded(lambda: keep_group_configs(ktcs, context), fallback=ktcs)
 
 
 class DiodeChoices(DiodeChoicesMixin, InductorChoices):

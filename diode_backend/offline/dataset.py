@@ -21,7 +21,6 @@ import array
 import dataclasses
 import math
 import os
-import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any
 
 import msgpack
 
+from .. import codec
 from ..files import RefusedFile, read_regular_file, write_atomic
 from ..problem import BIASES, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 
@@ -163,7 +163,7 @@ def encode_shard(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> bytes
         "meta": meta.to_dict(),
         "problems": problem_columns,
         "configs": {name: [getattr(c, name) for c in configs] for name in _CONFIG_FIELDS},
-        "timings": {"config": _little_endian(rows), "time_us": _little_endian(times)},
+        "timings": {"config": codec.pack("I", rows), "time_us": codec.pack("f", times)},
     }
     return msgpack.packb(payload, use_bin_type=True)
 
@@ -362,8 +362,8 @@ def summarize(dataset: Dataset) -> dict[str, Any]:
 def _decode_problems(payload: dict[str, Any]) -> list[ProblemTimings]:
     problems = _columns(payload["problems"], "problem", _PROBLEM_FIELDS + _TAG_FIELDS + _ROW_FIELDS)
     configs = [KernelConfig(**fields) for fields in _columns(payload["configs"], "config", _CONFIG_FIELDS)]
-    rows = _from_little_endian("I", payload["timings"]["config"])
-    times = _from_little_endian("f", payload["timings"]["time_us"])
+    rows = codec.unpack("I", payload["timings"]["config"])
+    times = codec.unpack("f", payload["timings"]["time_us"])
     if len(rows) != len(times):
         raise ValueError(f"{len(rows)} timing rows name a config but {len(times)} have a time")
     if rows and max(rows) >= len(configs):
@@ -422,18 +422,3 @@ def _wanted(column: str, value: Any) -> str:
         return "" if isinstance(value, bool) else "true or false"
     least = 1 if column in _SIZES else 0
     return "" if type(value) is int and value >= least else f"a whole number >= {least}"
-
-
-def _little_endian(values: array.array) -> bytes:
-    if sys.byteorder == "big":
-        values = array.array(values.typecode, values)
-        values.byteswap()
-    return values.tobytes()
-
-
-def _from_little_endian(typecode: str, data: bytes) -> array.array:
-    values = array.array(typecode)
-    values.frombytes(data)
-    if sys.byteorder == "big":
-        values.byteswap()
-    return values

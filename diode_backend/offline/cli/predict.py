@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ... import catalog, registry
-    from ...select import rank_candidates
+    from ...policy import rank_candidates
     from . import CommandError, UsageError
 
     if args.hardware == "list":

@@ -6,7 +6,7 @@ import math
 
 from diode_backend.options import DiodeOptions
 from diode_backend.scorer import Prediction
-from diode_backend.select import Ranking, combined_confidence, select_candidates
+from diode_backend.policy import Ranking, combined_confidence, select_candidates
 
 NAN = math.nan
 

@@ -1,17 +1,14 @@
-"""Rank candidates and decide which go on to Inductor: the pure policy, no Inductor here."""
+"""The decision policy: rank a scorer's candidates and decide which go on to Inductor. Pure: no
+Inductor, no cache, no files."""
 
 from __future__ import annotations
 
-import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
 
 from .options import DiodeOptions
 from .problem import GemmProblem, HardwareInfo, KernelConfig
-from .scorer import GemmScorer, Prediction
+from .scorer import GemmScorer, Prediction, checked_prediction
 
 
 @dataclass(frozen=True)
@@ -32,7 +29,7 @@ class Ranking:
     @classmethod
     def of(cls, prediction: Prediction) -> Ranking:
         order, unscored = prediction.split()
-        return cls(tuple(order), tuple(unscored), prediction.times_us, prediction.confidence)
+        return cls(tuple(order), tuple(unscored), prediction.times_us, prediction.confidence, prediction.from_cache)
 
 
 def rank_candidates(
@@ -44,40 +41,10 @@ def rank_candidates(
     """Ask ``scorer`` for runtimes and order the candidates; infinite times (cannot launch) are
     ranked last but stay scored.
 
-    :raises ValueError: naming the scorer, when its answer is not one time per candidate (each
-        positive, ``inf`` or NaN) and a confidence in [0, 1] or None: a scorer's bug must not
-        decide a kernel, nor be cached.
+    :raises ValueError: naming the scorer, when its answer is not one it may give
+        (:func:`~diode_backend.scorer.checked_prediction`).
     """
-    prediction = scorer.predict(problem, configs, hardware)
-    times, confidence = tuple(prediction.times_us), prediction.confidence
-    if len(times) != len(configs):
-        raise ValueError(f"scorer {scorer.name!r} returned {len(times)} times for {len(configs)} candidates")
-    if not valid_times(times):
-        bad = next(t for t in times if not _valid_time(t))
-        raise ValueError(
-            f"scorer {scorer.name!r} predicted {bad!r} us; a time must be positive (inf: cannot launch) or NaN (unscored)"
-        )
-    if confidence is not None:
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
-            raise ValueError(f"scorer {scorer.name!r} returned confidence {confidence!r}; it must be in [0, 1] or None")
-        confidence = float(confidence)  # an int 1 would be refused when read back from the cache
-    return Ranking.of(Prediction(times, confidence))
-
-
-def valid_times(times: Sequence[float]) -> bool:
-    """Whether every predicted time is usable: a number, positive (``inf``: cannot launch) or NaN
-    (unscored); never zero, negative or ``-inf``."""
-    if not times:
-        return True
-    try:
-        column = torch.frombuffer(array.array("d", times), dtype=torch.float64)  # 2,000 in ~10 us
-    except TypeError:  # not numbers
-        return False
-    return bool(((column > 0) | column.isnan()).all())
-
-
-def _valid_time(time: Any) -> bool:
-    return isinstance(time, (int, float)) and not isinstance(time, bool) and (time > 0 or time != time)
+    return Ranking.of(checked_prediction(scorer, scorer.predict(problem, configs, hardware), len(configs)))
 
 
 @dataclass(frozen=True)
