@@ -146,7 +146,7 @@ class GemmFeatures:
         tiles = tiles_m * tiles_n * p.batch
         waves = torch.ceil(tiles / sms)
         smem = stages * (bm * bk + bk * bn) * in_bytes
-        smem_limit = float(hardware.shared_memory_per_block or 232448)
+        smem_limit = float(hardware.shared_memory_limit)
         estimate = estimate_times_us(p, table, hardware)
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)

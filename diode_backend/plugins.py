@@ -23,7 +23,7 @@ log = logging.getLogger("diode_backend.plugins")
 
 ENTRY_POINT_GROUP = "diode"
 #: Modules whose hook implementations make up DIODE's own behaviour.
-BUILTIN_PLUGINS = ("diode_backend.builtin",)
+BUILTIN_PLUGINS = ("diode_backend.builtin", "diode_backend.inductor.candidates")
 
 _lock = threading.Lock()
 _manager: pluggy.PluginManager | None = None

@@ -12,7 +12,7 @@ import threading
 
 from . import plugins
 from .features import FeatureExtractor
-from .problem import HardwareInfo
+from .problem import GemmProblem, HardwareInfo, KernelConfig
 from .scorer import GemmScorer, ScorerEntry
 
 _lock = threading.Lock()
@@ -98,3 +98,13 @@ def feature_extractors() -> dict[str, FeatureExtractor]:
 def load_scorer(entry: ScorerEntry) -> GemmScorer:
     """Build the entry's scorer once per process (per plugin set)."""
     return memoized(("scorer", entry.name), entry.load)
+
+
+def candidate_configs(problem: GemmProblem, hardware: HardwareInfo, search_space: str = "EXHAUSTIVE") -> list[KernelConfig] | None:
+    """The plugins' ``diode_candidate_configs`` for ``problem`` (not memoized: each problem is
+    asked once), or None when no plugin offers any."""
+    configs = plugins.call_hook(
+        "diode_candidate_configs",
+        lambda hook: hook(problem=problem, hardware=hardware, search_space=search_space),
+    )
+    return list(configs) if configs else None

@@ -22,11 +22,11 @@ def status(hardware: str | None = None) -> dict[str, Any]:
         compile that uses DIODE fails on it) and ``stats``.
     :raises DiodeOptionError: ``hardware`` is neither a known name nor a device.
     """
-    from torch._inductor import config
+    from .inductor.options import effective_options
 
     requested = hardware or catalog.default_device()
     described = catalog.get_detected_hardware(requested)
-    options = {spec.name: getattr(config, spec.name) for spec in OPTIONS}
+    options = effective_options()
     option_errors = {spec.name: error for spec in OPTIONS if (error := env_default(spec)[1])}
     picked = catalog.pick_entry(described, options["diode_model"]) if described else None
     models = [
@@ -45,7 +45,7 @@ def status(hardware: str | None = None) -> dict[str, Any]:
         "requested": requested,
         "hardware": described.to_dict() if described else None,
         "models": models,
-        "options": {"max_autotune_gemm_backends": config.max_autotune_gemm_backends, **options},
+        "options": options,
         "option_errors": option_errors,
         "stats": counters.stats(),
     }

@@ -262,7 +262,7 @@ def run_feedback(args: argparse.Namespace) -> int:
 
     from ..collect.environment import environment, hardware_of
     from ..dataset import DatasetMeta, ShardWriter
-    from ...inductor.feedback import record_inductor_timings
+    from ..collect.feedback import record_inductor_timings
 
     if args.flush_every < 1:
         raise UsageError(f"--flush-every {args.flush_every}: expected a whole number >= 1")

@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
             f"no model applies to {hardware.name}; name one with --model (`diode models` lists them)"
         )
     scorer = registry.load_scorer(entry)
-    from ...inductor.configs import candidate_space
-
-    configs = candidate_space(problem, hardware, args.space)
+    configs = registry.candidate_configs(problem, hardware, args.space)
+    if configs is None:
+        raise CommandError(f"no plugin offers candidates for {problem.describe()}")
     try:
         ranking = rank_candidates(scorer, problem, configs, hardware)
     except KeyboardInterrupt:

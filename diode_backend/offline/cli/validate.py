@@ -121,10 +121,9 @@ def run(args: argparse.Namespace) -> int:
         train_problems = without_families(train_problems, families)
     default_candidates = None
     if not args.no_default_baseline:
-        from ...inductor.configs import candidate_space
 
         def default_candidates(problem):
-            return candidate_space(problem, hardware, "DEFAULT")
+            return registry.candidate_configs(problem, hardware, "DEFAULT") or []
 
     report = validate(
         scorer, problems, hardware, train_problems=train_problems, default_candidates=default_candidates,

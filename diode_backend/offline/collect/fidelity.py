@@ -1,7 +1,7 @@
 """Does the sweep rank configs as Inductor's own max-autotune does?
 
 For each problem, Inductor compiles the GEMM with max-autotune and its feedback hook records its
-benchmark of every choice (:func:`~diode_backend.inductor.feedback.record_inductor_timings`).
+benchmark of every choice (:func:`~diode_backend.offline.collect.feedback.record_inductor_timings`).
 Inductor's compiled kernels are then run again under the sweep's timer, and the sweep times its
 own kernels for the same configs (and ATen). Two comparisons per problem, over shared
 candidates:
@@ -43,7 +43,8 @@ def inductor_timings(
     """Compile ``problem``'s op with max-autotune and return what Inductor benchmarked (in
     microseconds), a launch of each of its ATen and Triton kernels, and the operands those
     launches use (``make_operands``; the output is ``ops["out"]``)."""
-    from ...inductor.feedback import choice_launcher, record_inductor_timings
+    from ...inductor.feedback import choice_launcher
+    from .feedback import record_inductor_timings
 
     ops = make_operands(problem, device)
     a, b, bias = ops["a"], ops["b"], ops["bias"]

@@ -13,7 +13,6 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ... import plugins
 from ...problem import KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
 from .shapes import Named
 
@@ -58,10 +57,11 @@ def stratified_quarter(configs: Sequence[KernelConfig]) -> list[KernelConfig]:
 
 def with_default(problem: GemmProblem, hardware: HardwareInfo, configs: Sequence[KernelConfig]) -> list[KernelConfig]:
     """``configs`` plus Inductor's DEFAULT Triton configs for ``problem`` that they lack."""
-    from ...inductor.configs import triton_candidates
+    from ... import registry
 
     have = set(configs)
-    return [*configs, *(c for c in triton_candidates(problem, hardware, "DEFAULT") if c not in have)]
+    default = registry.candidate_configs(problem, hardware, "DEFAULT") or []
+    return [*configs, *(c for c in default if c.kind == KIND_TRITON and c not in have)]
 
 
 def _index_sum(c: KernelConfig) -> int:
@@ -70,10 +70,12 @@ def _index_sum(c: KernelConfig) -> int:
 
 def candidate_configs(problem: GemmProblem, hardware: HardwareInfo) -> list[KernelConfig]:
     """The whole candidate space of ``problem`` from the plugins' ``diode_candidate_configs``."""
-    configs = plugins.hook().diode_candidate_configs(problem=problem, hardware=hardware)
+    from ... import registry  # imports torch: not when the `diode` parser reads SPACES
+
+    configs = registry.candidate_configs(problem, hardware, "EXHAUSTIVE")
     if not configs:
         raise ValueError(f"no plugin offers candidates for {problem.describe()}")
-    return list(configs)
+    return configs
 
 
 def plan(named: Iterable[Named], hardware: HardwareInfo, *, split: str, space: str) -> list[PlannedProblem]:
