@@ -100,13 +100,3 @@ def _search_space(context: GemmContext | None):
         return
     with config.patch(max_autotune_gemm_search_space=context.options.diode_search_space):
         yield
-
-
-def refresh_choices_handler() -> None:
-    """Make the next compile in this thread build its choices object from
-    ``config.inductor_choices_class`` again (Inductor builds it once per thread)."""
-    from torch._inductor import virtualized
-
-    key = virtualized._choices._key
-    if hasattr(virtualized.threadlocal, key):
-        delattr(virtualized.threadlocal, key)

@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-#: A pick within this fraction of the fastest time counts as right.
-TOLERANCE = 0.05
+#: A pick within this fraction of the fastest time is a hit: what the confidence is the
+#: probability of (sweep.ACCURACY_TOLERANCE is about numerical results, not times).
+HIT_TOLERANCE = 0.05
 
 
 def confidence_raw(member_log_times: torch.Tensor) -> float:
@@ -31,9 +32,9 @@ def confidence_raw(member_log_times: torch.Tensor) -> float:
     if mean.numel() < 2:
         return 1.0
     picks = member_log_times.argmin(1)
-    agreement = float((mean[picks] <= mean.min() + math.log1p(TOLERANCE)).double().mean())
+    agreement = float((mean[picks] <= mean.min() + math.log1p(HIT_TOLERANCE)).double().mean())
     best, runner_up = torch.topk(mean, 2, largest=False).values.tolist()
-    return agreement * (1.0 - math.exp(-(runner_up - best) / math.log1p(TOLERANCE)))
+    return agreement * (1.0 - math.exp(-(runner_up - best) / math.log1p(HIT_TOLERANCE)))
 
 
 def calibrate(calibration: Mapping[str, Sequence[float]], raw: float) -> float:

@@ -45,10 +45,11 @@ import torch
 
 from .dataset import ProblemTimings
 from .families import family_of, without_families
+from .progress import Progress
 from ..features import FeatureExtractor
 from ..files import write_atomic
 from ..problem import HardwareInfo
-from ..model.calibration import TOLERANCE, confidence_raw, fit_calibration
+from ..model.calibration import HIT_TOLERANCE, confidence_raw, fit_calibration
 from ..model.checkpoint import checkpoint_data
 from ..model.network import TimingModel
 from ..model.novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
@@ -222,13 +223,14 @@ def train(
     if resume and state_path.exists():
         loop = _load_state(state_path, model, optimizer, scheduler, sampler, options, digest)
 
-    bar = _Progress(progress, options.max_epochs * options.steps_per_epoch)
-    bar.done = loop.epoch * options.steps_per_epoch
+    bar = Progress(options.max_epochs * options.steps_per_epoch, enabled=progress is not None, stream=progress, unit="steps")
+    done = loop.epoch * options.steps_per_epoch
     while loop.epoch < options.max_epochs and loop.bad_epochs < options.patience:
         model.train()
         for _ in range(options.steps_per_epoch):
             loss = _step(model, optimizer, train_rows, sampler, options)
-            bar.step(f"epoch {loop.epoch + 1}/{options.max_epochs} loss {loss:.4f}")
+            done += 1
+            bar.update(done, f"epoch {loop.epoch + 1}/{options.max_epochs} loss {loss:.4f}")
         scheduler.step()
         evaluation = evaluate_holdout(model, stop_rows, options)
         loop.epoch += 1
@@ -439,7 +441,7 @@ def holdout_confidence(model: TimingModel, rows: _Rows) -> tuple[list[float], li
         truth = rows.log_times[start:end]
         pick = int(torch.argmin(member_times.mean(0)))
         raw.append(confidence_raw(member_times))
-        hits.append(bool(truth[pick] - truth.min() <= math.log1p(TOLERANCE)))
+        hits.append(bool(truth[pick] - truth.min() <= math.log1p(HIT_TOLERANCE)))
     return raw, hits
 
 
@@ -511,34 +513,3 @@ def _atomic_save(obj: Any, path: Path) -> None:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     write_atomic(path, buffer.getvalue())
-
-
-class _Progress:
-    """A one-line progress bar with an ETA on a terminal; plain lines otherwise (logs, CI)."""
-
-    def __init__(self, stream: TextIO | None, total: int) -> None:
-        self.stream, self.total, self.done = stream, total, 0
-        self.tty = bool(stream) and stream.isatty()
-        self.started = time.monotonic()
-        self.first = None
-        self.last_draw = 0.0
-
-    def step(self, text: str) -> None:
-        self.done += 1
-        if self.first is None:
-            self.first = (time.monotonic(), self.done)
-        now = time.monotonic()
-        if not self.tty or now - self.last_draw < 0.2:
-            return
-        self.last_draw = now
-        rate = (self.done - self.first[1]) / max(now - self.first[0], 1e-9)
-        eta = (self.total - self.done) / rate if rate > 0 else 0.0
-        filled = int(30 * self.done / max(self.total, 1))
-        self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {text}  ETA {eta:4.0f}s ")
-        self.stream.flush()
-
-    def line(self, text: str) -> None:
-        if self.stream is None:
-            return
-        self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
-        self.stream.flush()

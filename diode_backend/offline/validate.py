@@ -14,7 +14,7 @@ of the same configs, scaled by the FLOP ratio). Candidate-list baselines get the
 figures: Inductor's max-autotune DEFAULT list (the best of it, as autotuning would find) and ATen
 alone. The model's confidence gets a reliability table, its expected calibration error and the
 area under the ROC curve of "the confidence predicts a hit" (a hit: the top-1 pick within
-:data:`~diode_backend.model.calibration.TOLERANCE` of the best). A scorer that scores none of a
+:data:`~diode_backend.model.calibration.HIT_TOLERANCE` of the best). A scorer that scores none of a
 problem's candidates is charged ATen's time, which is what Inductor would run.
 
 Every figure is given over all problems and again per workload class
@@ -39,7 +39,7 @@ from ..options import DiodeOptions
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction
 from .workload import WORKLOAD_CLASSES, workload_class
-from ..model.calibration import TOLERANCE, auroc
+from ..model.calibration import HIT_TOLERANCE, auroc
 
 REPORT_FORMAT = "diode-validation-report"
 REPORT_VERSION = 2
@@ -267,7 +267,7 @@ def validate(
         if coverage:
             block["baselines"]["inductor_default"]["measured_fraction"] = statistics.fmean(coverage[i] for i in indices)
         model = [scores["model"][i] for i in indices]
-        confident = [(s.confidence, s.regrets[1] <= 1 + TOLERANCE) for s in model if s.confidence is not None]
+        confident = [(s.confidence, s.regrets[1] <= 1 + HIT_TOLERANCE) for s in model if s.confidence is not None]
         if confident:
             block["calibration"] = reliability([c for c, _ in confident], [h for _, h in confident])
             # what fast_autotune with the default threshold compiles alone, unbenchmarked

@@ -260,13 +260,15 @@ def run_sweep(args: argparse.Namespace) -> int:
 def run_feedback(args: argparse.Namespace) -> int:
     import torch
 
+    from ... import catalog
     from ..collect.environment import environment, hardware_of
-    from ..dataset import DatasetMeta, ShardWriter
     from ..collect.feedback import record_inductor_timings
+    from ..dataset import DatasetMeta, ShardWriter
 
     if args.flush_every < 1:
         raise UsageError(f"--flush-every {args.flush_every}: expected a whole number >= 1")
-    device = args.device or ("cuda:0" if torch.cuda.is_available() else "cpu")
+    default = catalog.default_device()
+    device = args.device or (f"{default}:0" if default == "cuda" else default)  # the shard names the GPU
     hardware = hardware_of(device)
     meta = DatasetMeta(hardware, environment(torch.device(device).index, script=args.script))
     saved_argv = sys.argv

@@ -31,7 +31,7 @@ import torch
 from ..dataset import DatasetMeta, ProblemTimings, load_dataset
 from ...problem import KIND_ATEN, KIND_TRITON, GemmProblem, KernelConfig
 from .plan import PlannedProblem
-from .sweep import TOLERANCE, _tf32, make_operands, run_sweep
+from .sweep import ACCURACY_TOLERANCE, _tf32, make_operands, run_sweep
 from .timing import Timer, TimingMethod
 
 WINNER_SLACK = 1.03
@@ -83,7 +83,7 @@ def time_launches(
 ) -> ProblemTimings:
     """Check each launch's result against the reference, then time them as the sweep times its
     own kernels (microseconds)."""
-    tolerance = TOLERANCE["tf32" if problem.allow_tf32 else problem.dtype]
+    tolerance = ACCURACY_TOLERANCE["tf32" if problem.allow_tf32 else problem.dtype]
     scale = ops["ref"].abs().max().item()
     kept = {}
     with _tf32(problem.allow_tf32):

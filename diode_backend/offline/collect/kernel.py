@@ -162,9 +162,6 @@ def bmm_kernel(
     _epilogue(C, BIAS, acc, pid_m, pid_n, M, N, idx_q, BLOCK_M, BLOCK_N, BIAS_MODE, ACC_TYPE)
 
 
-KERNELS = {"mm": mm_kernel, "addmm": mm_kernel, "bmm": bmm_kernel, "baddbmm": bmm_kernel}
-
-
 def divisibility(size: int) -> int:
     """The largest power of two dividing ``size``, at most 16 (what Triton can use)."""
     div = 1

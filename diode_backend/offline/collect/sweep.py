@@ -29,11 +29,11 @@ from ..dataset import DatasetMeta, ProblemTimings, ShardWriter, collected_proble
 from ...problem import KIND_ATEN, GemmProblem, KernelConfig
 from . import kernel
 from .plan import PlannedProblem
-from .progress import Progress
+from ..progress import Progress
 from .timing import Timer, TimingMethod, make_timer
 
 #: Largest error (max |out - ref| / max |ref|) a candidate may show and still be timed.
-TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "tf32": 5e-3}
+ACCURACY_TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "tf32": 5e-3}
 
 
 @dataclass
@@ -363,7 +363,7 @@ def time_problem(
     """Time every candidate of ``item``; ``load(compile_key)`` gives a compiled kernel.
 
     Each candidate runs once untimed on a NaN-poisoned output and is kept only if its result
-    matches the float32 reference (:data:`TOLERANCE`); the others are counted as failed and
+    matches the float32 reference (:data:`ACCURACY_TOLERANCE`); the others are counted as failed and
     their reason returned.
     """
     problem = item.problem
@@ -387,7 +387,7 @@ def time_problem(
             launches[config] = launch
         scale = ops["ref"].abs().max().clamp(min=1e-6)
         deviation = (deviation / scale).tolist()  # one synchronization for all checks
-        tolerance = TOLERANCE["tf32" if problem.allow_tf32 else problem.dtype]
+        tolerance = ACCURACY_TOLERANCE["tf32" if problem.allow_tf32 else problem.dtype]
         checked = []
         for i, config in enumerate(item.configs):
             if config in errors:

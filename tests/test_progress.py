@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import io
 
-from diode_backend.offline.collect.progress import Progress
+from diode_backend.offline.progress import Progress
 
 
 def test_bar_shows_count_rate_and_eta():

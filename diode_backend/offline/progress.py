@@ -1,5 +1,5 @@
-"""A one-line progress bar with rate and ETA on stderr (no dependency; quiet when not a TTY
-except for a line every 30 seconds, so logs stay readable)."""
+"""The progress bar of the offline tools: one line with rate and ETA on a terminal; on anything
+else (logs, CI) a whole line every 30 seconds, so logs stay readable. No dependency."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import time
 
 
 class Progress:
-    """``update(done, note)`` redraws at most twice a second; ETA from the average rate."""
+    """``update(done, note)`` redraws at most twice a second; ETA from the average rate;
+    ``line(text)`` prints a line of its own (the bar is redrawn at the next update)."""
 
-    def __init__(self, total: int, *, enabled: bool = True, width: int = 30, stream=None) -> None:
+    def __init__(self, total: int, *, enabled: bool = True, width: int = 30, stream=None, unit: str = "problems") -> None:
         self.total = total
         self.enabled = enabled
         self.width = width
+        self.unit = unit
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
         self._drawn = 0.0
@@ -29,6 +31,13 @@ class Progress:
         self.stream.write(("\r" + self._line) if self._tty else self._line + "\n")
         self.stream.flush()
 
+    def line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        self.stream.write(("\r\033[K" if self._tty and self._line else "") + text + "\n")
+        self.stream.flush()
+        self._line = ""
+
     def render(self, done: int, note: str, elapsed: float) -> str:
         """``[#####.....] 12/40 problems  30% 0.8/s ETA 35s  note``"""
         fraction = done / self.total if self.total else 1.0
@@ -36,7 +45,7 @@ class Progress:
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f"ETA {_duration((self.total - done) / rate)}" if rate > 0 else "ETA ?"
         bar = "#" * filled + "." * (self.width - filled)
-        return f"[{bar}] {done}/{self.total} problems {fraction:4.0%} {rate:.2f}/s {eta}  {note}".rstrip()
+        return f"[{bar}] {done}/{self.total} {self.unit} {fraction:4.0%} {rate:.2f}/s {eta}  {note}".rstrip()
 
     def close(self) -> None:
         if self.enabled and self._tty and self._line:
