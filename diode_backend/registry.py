@@ -38,49 +38,41 @@ def clear() -> None:
 
 def detect_hardware(device: str) -> HardwareInfo | None:
     """The hardware description for ``device`` (e.g. ``"cuda:0"``), or None if no plugin knows it."""
-    return memoized(("hardware", device), lambda: plugins.call_hook("diode_detect_hardware", lambda hook: hook(device=device)))
+    return memoized(("hardware", device), lambda: plugins.call_first("diode_detect_hardware", device=device))
 
 
 def known_hardware() -> dict[str, HardwareInfo]:
     """Devices that can be named without having one (``diode predict --hardware h100``), by
     lower-cased short name, from the ``diode_known_hardware`` hook."""
 
-    def compute(hook) -> dict[str, HardwareInfo]:
+    def compute() -> dict[str, HardwareInfo]:
         table: dict[str, HardwareInfo] = {}
-        hook(register=lambda name, hw: table.setdefault(name.lower(), hw))
+        for name, hardware in plugins.collect("diode_known_hardware"):
+            table.setdefault(name.lower(), hardware)
         return table
 
-    return memoized(("known_hardware",), lambda: plugins.call_hook("diode_known_hardware", compute))
+    return memoized(("known_hardware",), compute)
 
 
 def scorer_entries() -> dict[str, ScorerEntry]:
     """Every scorer the plugins registered, by name; on a name clash the first registered wins."""
-
-    def compute() -> dict[str, ScorerEntry]:
-        entries: dict[str, ScorerEntry] = {}
-        for entry in plugins.collect("diode_register_scorers"):
-            entries.setdefault(entry.name, entry)
-        return entries
-
-    return dict(memoized(("scorers",), compute))
+    entries: dict[str, ScorerEntry] = {}
+    for _, entry in _registered_scorers():
+        entries.setdefault(entry.name, entry)
+    return entries
 
 
 def scorer_sources() -> dict[str, str]:
     """Which plugin registered each scorer (name -> plugin name), for ``diode models``."""
+    sources: dict[str, str] = {}
+    for plugin, entry in _registered_scorers():
+        sources.setdefault(entry.name, plugin)
+    return sources
 
-    def compute() -> dict[str, str]:
-        sources: dict[str, str] = {}
-        # pluggy calls implementations last-registered first; mirror it so the winner matches
-        for impl in reversed(plugins.get_plugin_manager().hook.diode_register_scorers.get_hookimpls()):
-            try:
-                impl.function(register=lambda entry, plugin=impl.plugin_name: sources.setdefault(entry.name, plugin))
-            except KeyboardInterrupt:
-                raise
-            except BaseException:  # scorer_entries() warned about it already: it registered nothing
-                pass
-        return sources
 
-    return memoized(("scorer_sources",), compute)
+def _registered_scorers() -> list[tuple[str, ScorerEntry]]:
+    """``(plugin name, entry)`` of the ``diode_register_scorers`` hook, asked once per plugin set."""
+    return memoized(("scorers",), lambda: plugins.collect_by_plugin("diode_register_scorers"))
 
 
 def feature_extractors() -> dict[str, FeatureExtractor]:
@@ -103,8 +95,5 @@ def load_scorer(entry: ScorerEntry) -> GemmScorer:
 def candidate_configs(problem: GemmProblem, hardware: HardwareInfo, search_space: str = "EXHAUSTIVE") -> list[KernelConfig] | None:
     """The plugins' ``diode_candidate_configs`` for ``problem`` (not memoized: each problem is
     asked once), or None when no plugin offers any."""
-    configs = plugins.call_hook(
-        "diode_candidate_configs",
-        lambda hook: hook(problem=problem, hardware=hardware, search_space=search_space),
-    )
+    configs = plugins.call_first("diode_candidate_configs", problem=problem, hardware=hardware, search_space=search_space)
     return list(configs) if configs else None

@@ -470,3 +470,29 @@ def test_explicit_model_that_cannot_load_stops_the_compile_with_its_name(isolate
     bad.write_bytes(b"nope")
     with pytest.raises(Exception, match=r"diode_model=.*bad\.pt.*not a loadable checkpoint"):
         _compile(diode_model=str(bad))
+
+
+def test_a_plugin_with_a_misspelled_hook_is_named_and_skipped(caplog):
+    import pluggy
+
+    from diode_backend import hookspecs
+
+    class Misspelled:
+        @hookimpl
+        def diode_register_scorer(self, register):  # the hook is diode_register_scorers
+            register(ScorerEntry("never", lambda: None, lambda hw: True))
+
+    class Fine:
+        @hookimpl
+        def diode_known_hardware(self, register):
+            register("fine", HardwareInfo("Fine GPU", "nvidia"))
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Misspelled(), name="diode-misspelled")
+    pm.register(Fine(), name="diode-fine")
+    with caplog.at_level("WARNING", logger="diode_backend"):
+        plugins._drop_unknown_hooks(pm)
+    assert pm.get_plugin("diode-misspelled") is None and pm.get_plugin("diode-fine") is not None
+    assert "diode plugin diode-misspelled implements diode_register_scorer, which is no diode hook" in caplog.text
+    pm.check_pending()  # what is left passes pluggy's own check
