@@ -108,14 +108,43 @@ def hook() -> pluggy.HookRelay:
 
 
 def call_first(hook_name: str, **kwargs: Any) -> Any:
-    """A ``firstresult`` hook's answer: each implementation in pluggy's order (the last
-    registered first, ``tryfirst``/``trylast`` honoured) until one returns non-None; None if none
-    does. A third-party plugin that fails is skipped (see :func:`_run_alone`)."""
-    for impl in _implementations(hook_name):
-        ok, result = _run_alone(hook_name, impl, kwargs)
-        if ok and result is not None:
-            return result
-    return None
+    """A ``firstresult`` hook's answer, from one call through pluggy (wrappers included).
+
+    When a third-party plugin's implementation raises anything but ``KeyboardInterrupt``
+    (``SystemExit`` included), the plugin is named in one warning per hook, counted
+    (``plugin_errors``) and the hook is called again without it, so the other plugins and the
+    built-ins still answer. A failure in DIODE's built-ins, or one no plugin can be blamed for,
+    propagates.
+    """
+    pm = get_plugin_manager()
+    excluded: list[object] = []
+    while True:
+        caller = pm.subset_hook_caller(hook_name, excluded) if excluded else getattr(pm.hook, hook_name)
+        try:
+            return caller(**kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as err:
+            name = _failing_plugin(caller, err)
+            if name is None or name in BUILTIN_PLUGINS:
+                raise
+            _warn_failed(name, hook_name, err)
+            excluded.append(pm.get_plugin(name))
+
+
+def _failing_plugin(caller: Any, error: BaseException) -> str | None:
+    """The plugin whose hook implementation raised ``error``: the innermost traceback frame
+    that runs one of the hook's implementations."""
+    codes = {}
+    for impl in caller.get_hookimpls():
+        code = getattr(impl.function, "__code__", None)
+        if code is not None:
+            codes[code] = impl.plugin_name
+    name, tb = None, error.__traceback__
+    while tb is not None:
+        name = codes.get(tb.tb_frame.f_code, name)
+        tb = tb.tb_next
+    return name
 
 
 def collect(hook_name: str) -> list:
@@ -139,18 +168,20 @@ def collect_by_plugin(hook_name: str) -> list[tuple[str, Any]]:
 
 
 def _implementations(hook_name: str) -> list[Any]:
-    """The hook's implementations in the order pluggy calls them."""
-    return list(reversed(getattr(get_plugin_manager().hook, hook_name).get_hookimpls()))
+    """The hook's implementations in the order pluggy calls them, wrappers left out (they wrap
+    each implementation's call)."""
+    impls = getattr(get_plugin_manager().hook, hook_name).get_hookimpls()
+    return [impl for impl in reversed(impls) if not (impl.hookwrapper or impl.wrapper)]
 
 
 def _run_alone(hook_name: str, impl: Any, kwargs: dict[str, Any]) -> tuple[bool, Any]:
     """``(True, result)`` of calling one implementation through pluggy (the hook minus every
-    other plugin: tracing and argument selection as for a whole call), or ``(False, None)`` when
-    it raised anything but ``KeyboardInterrupt`` (``SystemExit`` included): the plugin is named
-    in one warning per hook and counted (``plugin_errors``), and the other plugins and the
-    built-ins still answer. A failure of DIODE's built-ins propagates."""
+    other implementing plugin: tracing and argument selection as for a whole call), or
+    ``(False, None)`` when it raised anything but ``KeyboardInterrupt`` (``SystemExit``
+    included): the plugin is named in one warning per hook and counted (``plugin_errors``), and
+    the other plugins and the built-ins still answer. A failure of DIODE's built-ins propagates."""
     pm = get_plugin_manager()
-    others = [plugin for plugin in (i.plugin for i in _implementations(hook_name)) if plugin is not impl.plugin]
+    others = [other.plugin for other in _implementations(hook_name) if other.plugin is not impl.plugin]
     try:
         return True, pm.subset_hook_caller(hook_name, others)(**kwargs)
     except KeyboardInterrupt:
@@ -158,15 +189,19 @@ def _run_alone(hook_name: str, impl: Any, kwargs: dict[str, Any]) -> tuple[bool,
     except BaseException as err:
         if impl.plugin_name in BUILTIN_PLUGINS:
             raise
-        counters.record_counter("plugin_errors")
-        counters.warn_once(
-            f"plugin:{impl.plugin_name}:{hook_name}",
-            "diode plugin %r failed in %s (%s: %s) and is skipped for that hook; the other "
-            "plugins and DIODE's own models still work. Fix or uninstall the plugin, or set "
-            "DIODE_DISABLE_PLUGINS=1",
-            impl.plugin_name, hook_name, type(err).__name__, err,
-        )  # fmt: skip
+        _warn_failed(impl.plugin_name, hook_name, err)
         return False, None
+
+
+def _warn_failed(name: str, hook_name: str, err: BaseException) -> None:
+    counters.record_counter("plugin_errors")
+    counters.warn_once(
+        f"plugin:{name}:{hook_name}",
+        "diode plugin %r failed in %s (%s: %s) and is skipped for that hook; the other "
+        "plugins and DIODE's own models still work. Fix or uninstall the plugin, or set "
+        "DIODE_DISABLE_PLUGINS=1",
+        name, hook_name, type(err).__name__, err,
+    )  # fmt: skip
 
 
 def plugin_report() -> list[dict]:
