@@ -20,6 +20,9 @@ Guarantees (see ``docs/cache.md``):
 - Folders are created ``0o700`` and files ``0o600``: only their owner can read them.
 - :class:`CachingScorer` never lets a cache failure fail a compile: it logs once, counts
   ``prediction_cache_errors`` and asks the scorer it wraps.
+
+One module because the key recipe, the entry layout and the store share :data:`SCHEMA_VERSION`
+and change together.
 """
 
 from __future__ import annotations

@@ -9,11 +9,14 @@ Results are memoized per set of registered plugins, so registering or unregister
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from . import plugins
-from .features import FeatureExtractor
 from .problem import GemmProblem, HardwareInfo, KernelConfig
 from .scorer import GemmScorer, ScorerEntry
+
+if TYPE_CHECKING:
+    from .features import FeatureExtractor
 
 _lock = threading.Lock()
 _memo: dict[tuple, object] = {}

@@ -5,9 +5,9 @@ calibration on held-out problems.
 per-member predictions (a scorer multiplies it by the problem's familiarity,
 :mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest candidate is, by the
 ensemble mean, within 5% of the mean's fastest (agreement), and ``1 - exp(-gap / log 1.05)``
-where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation).
-On H100 data the agreement alone hardly told hits from misses (the members share the model's
-bias), while misses concentrated where the predicted top was crowded. The calibration, stored in
+where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation):
+the members share the model's bias, so their agreement alone says little, and a crowded
+predicted top is where picks go wrong (docs/decisions.md). The calibration, stored in
 the checkpoint as ``{"edges": [...], "values": [...]}``, maps ``raw`` piecewise-linearly
 (:func:`calibrate`) to the probability that the mean's pick is truly within 5% of the fastest.
 """

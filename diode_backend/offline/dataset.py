@@ -13,6 +13,8 @@ Problem ``i`` owns timing rows ``offset[i] : offset[i] + count[i]``; each row na
 its index in the ``configs`` table and its median time in microseconds. docs/dataset.md is the
 full schema. Writers append new shards (:class:`ShardWriter`), so an interrupted collection keeps
 every flushed problem and resumes by skipping :func:`collected_problems`.
+
+One module because it is one versioned format: its reader, writer and checks change together.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Model families: the groups a dataset's problems are held out by.
 
 Validation that draws problems at random from the training data's own shape generators hides
-how a model does on architectures it never saw (issue 12), so training holds out whole families
+how a model does on architectures it never saw, so training holds out whole families
 and validation reports by them. A problem traced from a real architecture carries the generator
 ``zoo:<family>`` (``zoo:llama``); its family is ``llama``. Problems of any other generator
 (``lognormal``, ``decode``, ``model:my_net``) form one family named as the generator.

@@ -5,11 +5,10 @@ What the loop optimises, and why:
 - **Held-out families.** Families named in ``holdout_families`` (:mod:`diode_backend.offline.families`)
   are left out of everything, so that validating on them measures architectures never seen.
 - **Split by family.** A seeded fraction of the remaining problems is held out in two halves of
-  whole families: one drives early stopping, and both fit the confidence calibration, which then
-  measures what an unseen family looks like to the model. (The first half only chose one epoch
-  by its loss; with the second half alone the calibration error was a draw of the seed.) With
-  fewer than :data:`MIN_FAMILIES_TO_SPLIT` families the halves are drawn by problem instead.
-  Rows of one problem never straddle splits.
+  whole families: one drives early stopping, and both fit the confidence calibration (one half
+  alone is too few problems to fit it), which then measures what an unseen family looks like to
+  the model. With fewer than :data:`MIN_FAMILIES_TO_SPLIT` families the halves are drawn by
+  problem instead. Rows of one problem never straddle splits.
 - **Loss per problem.** Each step draws problems and, within each, candidates biased towards the
   fast end (the region a top-1 pick lives in). The loss is the mean squared error of the log
   runtime (absolute times matter: DIODE compares winners of separately ranked groups) plus a
@@ -24,6 +23,9 @@ What the loop optimises, and why:
   the output, and ``resume=True`` continues from it to the same result as an uninterrupted run.
 
 Times are microseconds; the network predicts their natural logarithm.
+
+One module because the loop, its resumable state and the held-out evaluation share the
+private row tensors (``_Rows``) and the options recorded in the checkpoint.
 """
 
 from __future__ import annotations
@@ -236,8 +238,7 @@ def train(
         loop.epoch += 1
         loop.history.append({"epoch": loop.epoch, "loss": loss, **evaluation})
         # Early stopping on the training loss over the held-out problems' whole candidate
-        # lists: the top-1 regret of a few dozen problems is too noisy to stop on (it stopped
-        # after 3 of 37 useful epochs on a test set, with worse regrets on validation).
+        # lists: the top-1 regret of a few dozen problems is too noisy to stop on.
         score = evaluation["holdout_loss"]
         if score < loop.best_score:
             loop.best_score, loop.best_epoch, loop.bad_epochs = score, loop.epoch, 0

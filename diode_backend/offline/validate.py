@@ -20,6 +20,9 @@ problem's candidates is charged ATen's time, which is what Inductor would run.
 Every figure is given over all problems and again per workload class
 (:mod:`diode_backend.offline.workload`) and per model family (:mod:`diode_backend.offline.families`): a model
 can be right on average and wrong on a whole kind of GEMM.
+
+One module because every figure of the report comes from one pass over the problems and one
+report format (:data:`REPORT_VERSION`).
 """
 
 from __future__ import annotations

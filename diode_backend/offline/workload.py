@@ -2,7 +2,7 @@
 
 A problem belongs to exactly one class; the first rule that matches wins, so a float32 bmm is an
 attention bmm and a float32 decode step is float32. The classes are the ones where a ranking
-model is known to err in different ways (issue 12): attention products with odd sequence
+model is known to err in different ways: attention products with odd sequence
 lengths, decode steps, narrow projections, float32 with and without TF32, and baddbmm.
 """
 

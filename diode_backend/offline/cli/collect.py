@@ -1,5 +1,8 @@
 """``diode collect``: make problem lists, time them on the GPU, record Inductor's own timings,
-and check that the sweep agrees with Inductor. See docs/collect.md."""
+and check that the sweep agrees with Inductor. See docs/collect.md.
+
+One module because it is one command: the parser of its four subcommands and what each runs.
+"""
 
 from __future__ import annotations
 

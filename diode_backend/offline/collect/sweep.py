@@ -6,6 +6,9 @@ on-disk cache) while one GPU worker per device, started with ``torch.multiproces
 next problem of the shared list as soon as its kernels are compiled, times all its candidates
 (:mod:`.timing`) and appends the result to the dataset (``ShardWriter``, a shard tag per GPU).
 Problems already in the output directory are skipped, so an interrupted run resumes.
+
+One module because the parent's scheduling and the workers' compile-and-time loop exchange
+the same work units and must change together.
 """
 
 from __future__ import annotations

@@ -15,11 +15,9 @@ every candidate of a problem is timed in one pass without synchronizing in betwe
 3. one synchronization; a candidate's time is the median of all its runs.
 
 Events only time a kernel correctly while the GPU has queued work: if the queue runs dry
-between the start event and the launch, the gap is counted. The host needs longer to issue one
-timed run (flush, events, launch: 20 to 40 us, more for ATen calls or on a host busy compiling)
-than the flush keeps the GPU busy (about 20 us), so small kernels were timed at a floor of about
-25 us, and cuBLAS at 50 to 120 us on 6 us problems (H100 runs of 2026-11-22). So each timed run
-is issued as ``flush, sleep, start event, launch, end event`` with the sleep kernel
+between the start event and the launch, the gap is counted, and the host takes longer to issue a
+timed run than the flush keeps the GPU busy (docs/decisions.md has the measurements). So each
+timed run is issued as ``flush, sleep, start event, launch, end event`` with the sleep kernel
 (``torch.cuda._sleep``) keeping the GPU behind the host:
 
 - the first run of a pass sleeps ``lead_us`` or twice the host time of a whole run (the
@@ -28,8 +26,6 @@ is issued as ``flush, sleep, start event, launch, end event`` with the sleep ker
 - every later run sleeps so that the GPU spends ``guard_margin`` times the run's host time on it
   (flush, sleep and the kernel's estimated time together), so the lead only grows during a pass
   and every launch is queued before the GPU reaches its start event.
-
-Inductor's benchmarker has no such guard.
 
 :class:`GraphTimer` takes the host out of the loop instead: each round of runs (a flush and one
 run of every candidate, each between two events) is captured once as a CUDA graph and replayed,
