@@ -6,7 +6,7 @@ median and p90 over many repetitions of:
 
 - ``key``: computing the entry key (hashing hardware, scorer, versions, problem, candidates);
 - ``read``: reading and validating the entry file (page cache warm);
-- ``hit``: a whole ``cached_rank`` hit, as DIODE does it inside torch.compile;
+- ``hit``: a whole hit of ``rank_candidates`` through ``CachingScorer``, as DIODE does it inside torch.compile;
 - ``infer_<scorer>``: ``rank_candidates`` without the cache, for the analytical scorer and a
   learned model (the shipped H100 model when present, else a random checkpoint of the given
   size: the time does not depend on the weights).
@@ -79,13 +79,13 @@ def two_thousand(problem):
 
 def learned_scorer(hidden: int, layers: int, ensemble: int, workdir: Path):
     """The shipped H100 model if there is one, else a random checkpoint of that size."""
-    from diode_backend import registry
+    from diode_backend import catalog, registry
     from diode_backend.model.checkpoint import checkpoint_data
     from diode_backend.model.learned import LearnedScorer
     from diode_backend.model.network import TimingModel
 
-    h100 = registry.resolve_hardware("h100")
-    entry = registry.pick_entry(h100)
+    h100 = catalog.resolve_hardware("h100")
+    entry = catalog.pick_entry(h100)
     if entry is not None and entry.name != "analytical":
         return registry.load_scorer(entry), f"{entry.name} (shipped)"
     extractor = registry.feature_extractors()["gemm"]
@@ -108,14 +108,14 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as workdir:
         os.environ["DIODE_CACHE_DIR"] = workdir  # a private cache: results never depend on old entries
-        from diode_backend import registry
+        from diode_backend import catalog, registry
         from diode_backend.analytical import AnalyticalScorer
-        from diode_backend.cache import cached_rank, default_cache, prediction_key
+        from diode_backend.cache import CachingScorer, default_cache, prediction_key
         from diode_backend.inductor.configs import candidate_space
         from diode_backend.problem import GemmProblem
-        from diode_backend.select import rank_candidates
+        from diode_backend.policy import rank_candidates
 
-        hardware = registry.resolve_hardware("h100")
+        hardware = catalog.resolve_hardware("h100")
         learned, learned_label = learned_scorer(args.hidden, args.layers, args.ensemble, Path(workdir))
         scorers = {"analytical": AnalyticalScorer(), "learned": learned}
         store = default_cache()
@@ -128,11 +128,11 @@ def main() -> None:
                 for label, scorer in scorers.items():
                     row[f"infer_{label}"] = timed(lambda: rank_candidates(scorer, problem, configs, hardware), args.repeat)
                 scorer = scorers["learned"]
-                cached_rank(scorer, problem, configs, hardware, enabled=True)  # the miss that writes the entry
+                rank_candidates(CachingScorer(scorer), problem, configs, hardware)  # the miss that writes the entry
                 key = prediction_key(scorer, problem, configs, hardware)
                 row["key"] = timed(lambda: prediction_key(scorer, problem, configs, hardware), args.repeat)
                 row["read"] = timed(lambda: store.get(key, len(configs)), args.repeat)
-                row["hit"] = timed(lambda: cached_rank(scorer, problem, configs, hardware, enabled=True), args.repeat)
+                row["hit"] = timed(lambda: rank_candidates(CachingScorer(scorer), problem, configs, hardware), args.repeat)
                 row["entry_bytes"] = store.path_of(key).stat().st_size
                 rows.append(row)
                 print(json.dumps(row), flush=True)

@@ -18,7 +18,7 @@ in the order above so no mode reuses a Triton kernel another compiled for it (no
 compiles none; diode_fast compiles one to five before max_autotune_default's twenty). Compile
 time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: every
 mode's compiled function of a problem timed together, their runs interleaved round robin, as the
-dataset's candidates were (``diode_backend.collect.timing``: CUDA events, L2 flushed before each
+dataset's candidates were (``diode_backend.offline.collect.timing``: CUDA events, L2 flushed before each
 run, median), more repetitions, so that drift of the machine spreads over all modes alike;
 ``vs_best`` divides it by the dataset's fastest measured candidate, ``vs_best_mode`` by the
 fastest mode of the row. Results are written after every problem; ``--resume`` continues a file
@@ -60,10 +60,10 @@ diode_backend._autoload.install()
 import torch  # noqa: E402
 
 import diode_backend  # noqa: E402
-from diode_backend.dataset import ProblemTimings, load_dataset  # noqa: E402
-from diode_backend.families import family_of, parse_families  # noqa: E402
+from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
+from diode_backend.offline.families import family_of, parse_families  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
-from diode_backend.workload import workload_class  # noqa: E402
+from diode_backend.offline.workload import workload_class  # noqa: E402
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
 MODES = {
@@ -238,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown modes: {', '.join(unknown)}")
 
-    from diode_backend.collect.environment import environment, hardware_of
-    from diode_backend.collect.timing import Timer, TimingMethod
+    from diode_backend.offline.collect.environment import environment, hardware_of
+    from diode_backend.offline.collect.timing import Timer, TimingMethod
 
     from torch._inductor import config
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diode_backend.dataset import DatasetMeta, load_dataset, write_shard
+from diode_backend.offline.dataset import DatasetMeta, load_dataset, write_shard
 
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
 RUNS = ("2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b")

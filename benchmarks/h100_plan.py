@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from diode_backend.collect import kernel, plan, shapes
+from diode_backend.offline.collect import kernel, plan, shapes
 from diode_backend.problem import HardwareInfo
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ import math
 import statistics
 import sys
 
-from diode_backend.collect.fidelity import spearman
-from diode_backend.dataset import load_dataset
+from diode_backend.offline.collect.fidelity import spearman
+from diode_backend.offline.dataset import load_dataset
 
 BUCKETS = ((0, 8), (8, 12), (12, 20), (20, 40), (40, math.inf))  # fastest candidate, microseconds
 

@@ -1,6 +1,6 @@
 """CPU latency of ranking GEMM candidates with a learned model, on one core.
 
-Measures ``select.rank_candidates`` (features, the ensemble's forward pass, confidence and the
+Measures ``policy.rank_candidates`` (features, the ensemble's forward pass, confidence and the
 ordering: everything DIODE does per GEMM group) for 2,000 candidates, plus its parts, with
 ``torch.set_num_threads(1)``: median and 10th/90th percentiles of ``--repeats`` timed calls after
 ``--warmup`` untimed ones. The candidates are Inductor's EXHAUSTIVE configs for the problem,
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from diode_backend import registry
+from diode_backend import catalog, registry
 from diode_backend.inductor.configs import candidate_space
 from diode_backend.problem import GemmProblem
-from diode_backend.select import rank_candidates
+from diode_backend.policy import rank_candidates
 
 
 def timed(fn, warmup: int, repeats: int) -> dict[str, float]:
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     torch.set_num_threads(1)
-    hardware = registry.resolve_hardware(args.hardware)
-    entry = registry.pick_entry(hardware, args.model)
+    hardware = catalog.resolve_hardware(args.hardware)
+    entry = catalog.pick_entry(hardware, args.model)
     scorer = registry.load_scorer(entry)
     problem = GemmProblem("mm", 2048, 4096, 4096, dtype="bfloat16", b_layout="col")
     space = candidate_space(problem, hardware, "EXHAUSTIVE")

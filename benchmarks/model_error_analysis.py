@@ -20,10 +20,10 @@ import sys
 
 import torch
 
-from diode_backend.dataset import load_dataset
+from diode_backend.offline.dataset import load_dataset
 from diode_backend.model.learned import LearnedScorer
-from diode_backend.model.train import inference_hardware
-from diode_backend.model.validate import kendall_tau
+from diode_backend.offline.train import inference_hardware
+from diode_backend.offline.validate import kendall_tau
 
 #: Per-measurement log-time noise: two copies then differ by a median of 0.74% (sigma 0.0078)
 #: or a 90th percentile of 3.4% (sigma 0.0146), the sweep report's repeated timings.

@@ -38,9 +38,9 @@ def __getattr__(name: str) -> Any:
     elif name == "DiodeOptionError":
         from .options import DiodeOptionError as value
     elif name in ("list_available_models", "get_detected_hardware", "register_model"):
-        from . import registry
+        from . import catalog
 
-        value = getattr(registry, name)
+        value = getattr(catalog, name)
     else:
         raise AttributeError(f"module 'diode_backend' has no attribute {name!r}")
     globals()[name] = value

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import torch
 
 from .config_table import ConfigTable
-from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
+from .problem import DTYPE_BYTES, HOPPER_SHARED_MEMORY_PER_BLOCK, GemmProblem, HardwareInfo, KernelConfig
 from .scorer import Prediction
 
 VERSION = 3
@@ -32,7 +32,7 @@ _K_STEP_US = 0.045  # latency of one K-loop step that pipelining cannot hide
 _L2_OVER_DRAM = 2.5  # L2 bandwidth over DRAM bandwidth
 _MAX_WARPS_PER_SM = 64
 _REGS_PER_SM = 65536
-_SMEM_PER_SM = 232448  # Hopper; smaller parts are limited by shared_memory_per_block below
+_SMEM_PER_SM = HOPPER_SHARED_MEMORY_PER_BLOCK  # smaller parts are limited by shared_memory_per_block below
 _SM_SUBPARTITIONS = 4  # an SM issues from four sub-partitions, 32 FP32 lanes each
 # float32 without TF32 runs tl.dot on the FP32 pipes (FFMA), not on tensor cores.
 _FMA_PEAK_FRACTION = 0.75  # of the FP32 peak, for a K loop of FFMAs only (clocks, loop overhead)
@@ -114,7 +114,7 @@ def _tiled_times(problem: GemmProblem, tiles: torch.Tensor, hardware: HardwareIn
     in_bytes = rates.in_bytes
 
     smem = stages * (bm * bk + bk * bn) * in_bytes
-    smem_limit = hardware.shared_memory_per_block or 232448
+    smem_limit = hardware.shared_memory_limit
     acc_regs = bm * bn / (32 * warps)  # fp32 accumulator registers per thread
     fma = _runs_on_fma(problem)
     if fma:

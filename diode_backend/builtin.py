@@ -1,4 +1,5 @@
-"""DIODE's own behaviour, registered as a plugin after the third-party ones.
+"""DIODE's own behaviour, registered as a plugin after the third-party ones (with
+:mod:`diode_backend.inductor.candidates`, the built-in that needs Inductor).
 
 Every implementation here is ``trylast``: a vendor plugin that answers the same hook wins.
 """
@@ -13,7 +14,7 @@ import torch
 from . import hookimpl
 from .analytical import AnalyticalScorer
 from .features import FeatureExtractor, GemmFeatures
-from .problem import GemmProblem, HardwareInfo, KernelConfig
+from .problem import HardwareInfo
 from .scorer import ScorerEntry
 
 
@@ -42,17 +43,6 @@ def diode_detect_hardware(device: str) -> HardwareInfo | None:
 @hookimpl(trylast=True)
 def diode_register_feature_extractors(register: Callable[[FeatureExtractor], None]) -> None:
     register(GemmFeatures())
-
-
-@hookimpl(trylast=True)
-def diode_candidate_configs(problem: GemmProblem, hardware: HardwareInfo) -> list[KernelConfig] | None:
-    """ATen plus Inductor's EXHAUSTIVE Triton configs for the shape, as max-autotune would
-    generate them (scaled, shared-memory and spill pruned); see diode_backend/inductor/configs.py."""
-    from .inductor.configs import TRITON_TEMPLATES, candidate_space
-
-    if problem.op not in TRITON_TEMPLATES:
-        return None
-    return candidate_space(problem, hardware, "EXHAUSTIVE")
 
 
 @hookimpl(trylast=True)

@@ -1,25 +1,28 @@
-"""The on-disk prediction cache (``diode_cache_predictions``): a GEMM that was ranked once costs a
-later process a file read, not an inference.
+"""The on-disk prediction cache (``diode_cache_predictions``): :class:`CachingScorer` wraps a
+scorer, so a GEMM that was scored once costs a later process a file read, not an inference.
 
 Where: ``$DIODE_CACHE_DIR`` if set, else ``platformdirs.user_cache_dir("diode-backend")``, then a
-schema folder ``predictions-v1``; one msgpack file per ranking, ``<2 hex>/<64 hex>.msgpack``.
+schema folder ``predictions-v1``; one msgpack file per prediction, ``<2 hex>/<64 hex>.msgpack``.
 
 Guarantees (see ``docs/cache.md``):
 
 - The key hashes everything that can change a ranking: the hardware description, the scorer's
   name and identity, the diode-backend and torch versions, the problem (op, sizes, dtypes,
   layouts, bias, TF32) and the ordered candidate list.
-- Writes go to a temporary file in the entry's folder, then ``os.replace``: a reader sees a whole
-  entry or none. Concurrent writers of one key write the same bytes; the last rename wins.
+- Writes go to a temporary file in the entry's folder, synced, then ``os.replace``
+  (:func:`~diode_backend.files.write_atomic`): a reader sees a whole entry or none. Concurrent
+  writers of one key write the same bytes; the last rename wins.
 - An unreadable, truncated, foreign or wrong-version entry is a miss, as is one whose times are
-  out of range or whose order is not the one its times give, and the ranking computed
-  after it overwrites it; so is anything but a regular file (a FIFO, a link to a device) or an
+  out of range, and the prediction computed after it overwrites it; so is anything but a regular file (a FIFO, a link to a device) or an
   entry over :data:`MAX_ENTRY_BYTES`, which is never read past the cap.
 - The cache is bounded (entries and bytes, soft limits checked on a sample of writes); the
   least recently used entries go first (a hit refreshes its file's mtime).
 - Folders are created ``0o700`` and files ``0o600``: only their owner can read them.
-- :func:`cached_rank` never lets a cache failure fail a compile: it logs once, counts
-  ``prediction_cache_errors`` and ranks without the cache.
+- :class:`CachingScorer` never lets a cache failure fail a compile: it logs once, counts
+  ``prediction_cache_errors`` and asks the scorer it wraps.
+
+One module because the key recipe, the entry layout and the store share :data:`SCHEMA_VERSION`
+and change together.
 """
 
 from __future__ import annotations
@@ -29,23 +32,20 @@ import functools
 import hashlib
 import os
 import random
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgpack
 
-from . import __version__, counters
-from .files import RefusedFile, read_regular_file
+from . import __version__, codec, counters
+from .files import RefusedFile, read_regular_file, write_atomic
 from .problem import GemmProblem, HardwareInfo, KernelConfig
-from .scorer import GemmScorer
-from .select import Ranking, rank_candidates
+from .scorer import GemmScorer, Prediction, checked_prediction
 
 APP_NAME = "diode-backend"
 #: Bump when the entry layout or the key recipe changes; old folders are then simply ignored.
@@ -61,7 +61,7 @@ MAX_ENTRY_BYTES = 16 * 2**20
 #: Writes between eviction checks, on average (each write checks with probability 1/this).
 EVICTION_SAMPLE = 64
 _SUFFIX = ".msgpack"
-_TEMP_PREFIX = ".tmp-"
+_TEMP_PREFIX = "."  # write_atomic's temporary files: ".<entry name>.<random>.tmp"
 _STALE_TEMP_S = 3600.0  # a temporary file this old belongs to a writer that died
 _CONFIG_FIELDS = attrgetter(
     "kind", "template", "block_m", "block_n", "block_k", "num_stages", "num_warps", "group_m"
@@ -80,7 +80,7 @@ class CacheInfo:
 
 
 class PredictionCache:
-    """Rankings on disk under ``directory`` (created on the first write)."""
+    """Predictions on disk under ``directory`` (created on the first write)."""
 
     def __init__(
         self,
@@ -98,9 +98,9 @@ class PredictionCache:
     def path_of(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}{_SUFFIX}"
 
-    def get(self, key: str, candidates: int) -> Ranking | None:
-        """The ranking stored for ``key``, or None (absent, unreadable, or not a ranking of
-        ``candidates`` candidates). A hit refreshes the entry's mtime for eviction."""
+    def get(self, key: str, candidates: int) -> Prediction | None:
+        """The prediction stored for ``key``, or None (absent, unreadable, or not a prediction
+        for ``candidates`` candidates). A hit refreshes the entry's mtime for eviction."""
         path = self.path_of(key)
         try:
             # DIODE writes entries as regular files: a link, FIFO or device there is damage
@@ -109,19 +109,19 @@ class PredictionCache:
             return None
         except RefusedFile:
             data = b""
-        ranking = decode_entry(data, key, candidates)
-        if ranking is None:
+        prediction = decode_entry(data, key, candidates)
+        if prediction is None:
             counters.record_counter("prediction_cache_corrupt")
             return None
         try:
             os.utime(path)
         except OSError:  # evicted or cleared meanwhile: the hit stands
             pass
-        return ranking
+        return prediction
 
-    def put(self, key: str, ranking: Ranking) -> None:
-        """Store ``ranking`` under ``key`` atomically; sometimes enforce the size limits."""
-        data = encode_entry(key, ranking)
+    def put(self, key: str, prediction: Prediction) -> None:
+        """Store ``prediction`` under ``key`` atomically; sometimes enforce the size limits."""
+        data = encode_entry(key, prediction)
         try:
             self._write(key, data)
         except FileNotFoundError:  # the folder was removed (``diode cache clear``) since we saw it
@@ -138,14 +138,7 @@ class PredictionCache:
             for path in (self.directory.parent, self.directory, folder):
                 _make_private_dir(path)
             self._ready.add(folder)
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=_TEMP_PREFIX)  # mode 0o600
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-            os.replace(temp, final)
-        except BaseException:
-            _unlink_quietly(temp)
-            raise
+        write_atomic(final, data, mode=0o600, create_folder=False)
 
     def evict(self) -> int:
         """Delete least recently used entries until both limits hold with 10% to spare (so the
@@ -207,27 +200,24 @@ class PredictionCache:
         return entries, temps
 
 
-def encode_entry(key: str, ranking: Ranking) -> bytes:
+def encode_entry(key: str, prediction: Prediction) -> bytes:
     """The bytes of one entry: a msgpack map tagged with :data:`ENTRY_TAG` and the version, the
-    index and time columns as little-endian arrays (decoding 2,000 of them then costs
-    microseconds, where msgpack lists cost a tenth of a millisecond)."""
+    times as a little-endian column (:mod:`diode_backend.codec`)."""
     return msgpack.packb(
         {
             "tag": ENTRY_TAG,
             "version": SCHEMA_VERSION,
             "key": key,
-            "candidates": len(ranking.times_us),
-            "order": _pack("q", ranking.order),
-            "unscored": _pack("q", ranking.unscored),
-            "times_us": _pack("d", ranking.times_us),
-            "confidence": ranking.confidence,
+            "candidates": len(prediction.times_us),
+            "times_us": codec.pack("d", prediction.times_us),
+            "confidence": prediction.confidence,
         },
         use_bin_type=True,
     )
 
 
-def decode_entry(data: bytes, key: str, candidates: int) -> Ranking | None:
-    """The ranking in ``data`` if it is a whole, current-version entry for ``key`` ranking
+def decode_entry(data: bytes, key: str, candidates: int) -> Prediction | None:
+    """The prediction in ``data`` if it is a whole, current-version entry for ``key`` scoring
     ``candidates`` candidates; None otherwise (never raises on bad bytes)."""
     try:
         entry = msgpack.unpackb(data, raw=False)
@@ -237,74 +227,29 @@ def decode_entry(data: bytes, key: str, candidates: int) -> Ranking | None:
             return None
         if entry.get("candidates") != candidates:
             return None
-        order_column = _unpack("q", entry["order"])
-        unscored_column = _unpack("q", entry["unscored"])
-        times = _unpack("d", entry["times_us"])
+        times = codec.unpack("d", entry["times_us"])
         confidence = entry.get("confidence")
     except Exception:  # truncated or garbage: msgpack and array raise several types
         return None
-    order, unscored = tuple(order_column), tuple(unscored_column)
-    indices = set(order)
-    indices.update(unscored)
-    # order + unscored must be a permutation of the candidates, else the entry is damaged
-    if len(times) != candidates or len(order) + len(unscored) != candidates:
-        return None
-    if indices != _all_indices(candidates):
+    if len(times) != candidates:
         return None
     if confidence is not None and not (isinstance(confidence, float) and 0.0 <= confidence <= 1.0):
         return None
-    # a NaN among the scored, a negative time or a reordered ranking would otherwise be served
-    # on every compile and never repaired
-    if not _ordered_by_times(times, order_column, unscored_column):
+    # a negative or zero time would otherwise be served on every compile and never repaired
+    if not _usable_times(times):
         return None
-    return Ranking(order, unscored, tuple(times), confidence)
+    return Prediction(tuple(times), confidence, from_cache=True)
 
 
-def _ordered_by_times(times: array.array, order: array.array, unscored: array.array) -> bool:
-    """Whether ``order``/``unscored`` (a permutation of the candidates) is exactly what
-    :meth:`Ranking.of` gives for ``times``, and every time is positive (``inf``: cannot launch)
-    or NaN (unscored). Vectorized on the decoded columns: re-sorting would triple a hit's cost."""
+def _usable_times(times: array.array) -> bool:
+    """Every time positive (``inf``: cannot launch) or NaN (unscored), checked on the decoded
+    column without a copy."""
     import torch
 
     if not times:
         return True
     t = torch.frombuffer(times, dtype=torch.float64)
-    if not bool(((t > 0) | t.isnan()).all()):
-        return False
-    unscored_at = torch.frombuffer(unscored, dtype=torch.int64) if unscored else torch.empty(0, dtype=torch.int64)
-    if not bool(t[unscored_at].isnan().all()) or not bool((unscored_at[1:] > unscored_at[:-1]).all()):
-        return False
-    if not order:
-        return True
-    o = torch.frombuffer(order, dtype=torch.int64)
-    scored = t[o]
-    if bool(scored.isnan().any()):
-        return False
-    # fastest first; a tie keeps the input order (the stable sort Ranking.of uses)
-    steps = (scored[1:] > scored[:-1]) | ((scored[1:] == scored[:-1]) & (o[1:] > o[:-1]))
-    return bool(steps.all())
-
-
-@functools.lru_cache(maxsize=64)
-def _all_indices(candidates: int) -> frozenset[int]:
-    return frozenset(range(candidates))
-
-
-def _pack(typecode: str, values: Sequence[float]) -> bytes:
-    column = array.array(typecode, values)
-    if sys.byteorder == "big":
-        column.byteswap()
-    return column.tobytes()
-
-
-def _unpack(typecode: str, data: bytes) -> array.array:
-    if not isinstance(data, bytes):
-        raise TypeError("not a packed column")
-    column = array.array(typecode)
-    column.frombytes(data)  # raises on a length that is not a whole number of items
-    if sys.byteorder == "big":
-        column.byteswap()
-    return column
+    return bool(((t > 0) | t.isnan()).all())
 
 
 def prediction_key(
@@ -383,43 +328,46 @@ def _env_int(name: str, default: int) -> int:
     return value if value > 0 else default
 
 
-def cached_rank(
-    scorer: GemmScorer,
-    problem: GemmProblem,
-    configs: Sequence[KernelConfig],
-    hardware: HardwareInfo,
-    enabled: bool,
-) -> Ranking:
-    """:func:`~diode_backend.select.rank_candidates` through the on-disk cache when ``enabled``.
+class CachingScorer:
+    """A :class:`~diode_backend.scorer.GemmScorer` that answers from the prediction cache and asks
+    ``scorer`` on a miss, storing its answer once
+    :func:`~diode_backend.scorer.checked_prediction` accepts it. Same name and identity as
+    ``scorer``.
 
     Counts ``prediction_cache_hits``/``_misses`` and the microseconds each took
     (``prediction_cache_hit_us``/``_miss_us``, a miss including the inference). A failing cache
     is counted (``prediction_cache_errors``), logged once and bypassed; the scorer's own errors
     propagate as without the cache.
     """
-    if not enabled:
-        return rank_candidates(scorer, problem, configs, hardware)
-    start = time.perf_counter()
-    cache = key = ranking = None
-    try:
-        cache = default_cache()
-        key = prediction_key(scorer, problem, configs, hardware)
-        ranking = cache.get(key, len(configs))
-    except Exception as err:
-        _cache_failed("read", err)
-    if ranking is not None:
-        counters.record_counter("prediction_cache_hits")
-        counters.record_counter("prediction_cache_hit_us", _elapsed_us(start))
-        return replace(ranking, from_cache=True)
-    ranking = rank_candidates(scorer, problem, configs, hardware)
-    if cache is not None and key is not None:
+
+    def __init__(self, scorer: GemmScorer, cache: PredictionCache | None = None) -> None:
+        self.scorer = scorer
+        self.name = scorer.name
+        self.identity = scorer.identity
+        self._cache = cache  # None: default_cache() at each call (it follows DIODE_CACHE_DIR)
+
+    def predict(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> Prediction:
+        start = time.perf_counter()
+        cache = key = prediction = None
         try:
-            cache.put(key, ranking)
+            cache = self._cache or default_cache()
+            key = prediction_key(self.scorer, problem, configs, hardware)
+            prediction = cache.get(key, len(configs))
         except Exception as err:
-            _cache_failed("write", err)
-    counters.record_counter("prediction_cache_misses")
-    counters.record_counter("prediction_cache_miss_us", _elapsed_us(start))
-    return ranking
+            _cache_failed("read", err)
+        if prediction is not None:
+            counters.record_counter("prediction_cache_hits")
+            counters.record_counter("prediction_cache_hit_us", _elapsed_us(start))
+            return prediction
+        prediction = checked_prediction(self.scorer, self.scorer.predict(problem, configs, hardware), len(configs))
+        if cache is not None and key is not None:
+            try:
+                cache.put(key, prediction)
+            except Exception as err:
+                _cache_failed("write", err)
+        counters.record_counter("prediction_cache_misses")
+        counters.record_counter("prediction_cache_miss_us", _elapsed_us(start))
+        return prediction
 
 
 def _elapsed_us(start: float) -> int:
@@ -434,7 +382,7 @@ def _cache_failed(action: str, error: BaseException) -> None:
         where = "its folder"
     counters.warn_once(
         "prediction_cache",  # one warning per process: the counter tells how often
-        "DIODE could not %s its prediction cache in %s (%s: %s); ranking without it "
+        "DIODE could not %s its prediction cache in %s (%s: %s); predicting without it "
         "(logged once, counted as prediction_cache_errors in diode_backend.stats())",
         action,
         where,

@@ -94,13 +94,9 @@ class GemmFeatures:
     """Schema ``gemm`` v5: size logs, dtype/layout flags, alignment of sizes and leading
     dimensions, tile, wave and padding features, the analytical scorer's estimate (log2
     microseconds; 0 with ``analytical_scored`` = 0 for kinds it cannot model), and which ATen
-    call a cuBLAS candidate makes.
-
-    v2 added ``log2_analytical_us`` and ``analytical_scored``; v3 computed it with analytical v2
-    (float32 without TF32 costed on the FP32 pipe); v4 with analytical v3 (register spills of
-    tensor-core tiles), the scorer's own estimate; v5 added alignment (cuBLAS and Triton lose
-    several times at sizes that are not multiples of 8, issue 12), the ATen call and
-    ``aten_unaligned`` (an ATen candidate whose A, B or output rows are not 16-byte aligned).
+    call a cuBLAS candidate makes (with ``aten_unaligned``: an ATen candidate whose A, B or output
+    rows are not 16-byte aligned, where cuBLAS and Triton lose several times). Earlier versions
+    are in docs/decisions.md; :meth:`at_version` says which still load.
     """
 
     schema = "gemm"
@@ -146,7 +142,7 @@ class GemmFeatures:
         tiles = tiles_m * tiles_n * p.batch
         waves = torch.ceil(tiles / sms)
         smem = stages * (bm * bk + bk * bn) * in_bytes
-        smem_limit = float(hardware.shared_memory_per_block or 232448)
+        smem_limit = float(hardware.shared_memory_limit)
         estimate = estimate_times_us(p, table, hardware)
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)

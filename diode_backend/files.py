@@ -9,12 +9,16 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:
-    """Write ``data`` to ``path`` through a temporary file beside it, synced, then renamed over
-    ``path`` (``mode``: the file's permissions; the temporary file is private until then).
-    The parent folder is created; a failed write leaves no temporary file behind."""
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o644, create_folder: bool = True
+) -> Path:
+    """Write ``data`` to ``path`` through a temporary file beside it (``.<name>.<random>.tmp``),
+    synced, then renamed over ``path`` (``mode``: the file's permissions; the temporary file is
+    private until then). The parent folder is created unless ``create_folder`` is False (then a
+    missing folder raises ``FileNotFoundError``); a failed write leaves no temporary file behind."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if create_folder:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:

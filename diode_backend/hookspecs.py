@@ -69,16 +69,19 @@ def diode_register_feature_extractors(register: Callable[[FeatureExtractor], Non
 
 @hookspec(firstresult=True)
 def diode_candidate_configs(
-    problem: GemmProblem, hardware: HardwareInfo
+    problem: GemmProblem, hardware: HardwareInfo, search_space: str
 ) -> list[KernelConfig] | None:
-    """The candidate kernel configs to time for ``problem`` when collecting training data.
+    """The candidate kernel configs of ``problem`` outside ``torch.compile``: what ``diode
+    collect`` times, ``diode predict`` ranks and ``diode validate`` takes as Inductor's list.
 
-    Inside ``torch.compile`` the candidates are Inductor's own; this hook decides the space that
-    ``diode collect`` sweeps. Stops at the first non-None result.
+    Inside ``torch.compile`` the candidates are Inductor's own. DIODE's built-in answer is
+    Inductor's (``diode_backend.inductor.candidates``). Stops at the first non-None result.
 
-    :param problem: the GEMM to be timed.
-    :param hardware: the device it will be timed on.
-    :return: the configs to time, or ``None`` to leave the choice to the next plugin.
+    :param problem: the GEMM.
+    :param hardware: the device it runs on.
+    :param search_space: ``"EXHAUSTIVE"`` (every config max-autotune can generate) or
+        ``"DEFAULT"`` (its short list); an implementation may leave it out of its signature.
+    :return: the configs, or ``None`` to leave the choice to the next plugin.
     """
 
 

@@ -1,6 +1,6 @@
 """DIODE's log: the ``diode_backend`` logger and how to see it without configuring logging.
 
-At INFO it has one line per GEMM DIODE decides (``inductor/decide.py``), at WARNING what went
+At INFO it has one line per GEMM DIODE decides (``inductor/benchmarked_choices.py``), at WARNING what went
 wrong (once each), at DEBUG the hook calls when ``DIODE_TRACE_HOOKS=1``. Like any Python log it
 is shown through the handlers logging has (``TORCH_LOGS=diode_backend`` sets one up as torch
 does for its own components, ``+diode_backend`` for DEBUG); :func:`set_log_level` also works

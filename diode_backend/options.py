@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,11 @@ class OptionSpec:
     value_type: Any  # what torch.compile(options=...) type-checks against
     doc: str
     check: Callable[[str, Any], Any]
+
+    @property
+    def annotation(self) -> type:
+        """The type of the checked value (``check`` turns an int threshold into a float)."""
+        return type(self.default)
 
     @property
     def env_var(self) -> str:
@@ -132,11 +138,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
 OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}
 
 
-def validate(name: str, value: Any) -> Any:
-    """The checked, normalised value of option ``name``; raises :class:`DiodeOptionError`."""
-    return OPTIONS_BY_NAME[name].check(name, value)
-
-
 def env_default(spec: OptionSpec) -> tuple[Any, str | None]:
     """The option's default after its environment variable, and an error text if that is invalid."""
     raw = os.environ.get(spec.env_var)
@@ -155,20 +156,16 @@ def parse_backends(value: str) -> tuple[bool, tuple[str, ...]]:
     return BACKEND_NAME in names, others
 
 
-@dataclass(frozen=True)
-class DiodeOptions:
-    """The options in effect for one decision, validated."""
+def _from_values(cls: type, read: Callable[[str], Any]) -> Any:
+    """Build from a getter such as ``lambda name: getattr(inductor_config, name)``."""
+    return cls(**{spec.name: spec.check(spec.name, read(spec.name)) for spec in OPTIONS})
 
-    fast_autotune: bool = False
-    diode_confidence_threshold: float = 0.9
-    diode_fallback_to_autotune: bool = True
-    diode_cache_predictions: bool = True
-    diode_top_k: int = 5
-    diode_model: str = ""
-    diode_search_space: str = "EXHAUSTIVE"
-    diode_strict: bool = False
 
-    @classmethod
-    def from_values(cls, read: Callable[[str], Any]) -> DiodeOptions:
-        """Build from a getter such as ``lambda name: getattr(inductor_config, name)``."""
-        return cls(**{spec.name: spec.check(spec.name, read(spec.name)) for spec in OPTIONS})
+#: The options in effect for one decision, validated: a frozen dataclass with one field per
+#: option of :data:`OPTIONS`, named and defaulted as there, and ``from_values(read)``.
+DiodeOptions = dataclasses.make_dataclass(
+    "DiodeOptions",
+    [(spec.name, spec.annotation, dataclasses.field(default=spec.default)) for spec in OPTIONS],
+    frozen=True,
+    namespace={"from_values": classmethod(_from_values), "__module__": __name__},
+)

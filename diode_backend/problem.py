@@ -14,6 +14,9 @@ SUPPORTED_OPS = ("mm", "addmm", "bmm", "baddbmm")
 #: Input dtypes DIODE ranks (names as in ``str(torch.float16)`` without the ``torch.`` prefix).
 SUPPORTED_DTYPES = ("float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "int8": 1}
+#: Shared memory of one H100/H200 block (opt-in, bytes): what DIODE assumes when the hardware
+#: description does not say.
+HOPPER_SHARED_MEMORY_PER_BLOCK = 232448
 #: ``GemmProblem.a_layout``/``b_layout`` values and ``GemmProblem.bias`` values.
 LAYOUTS = ("row", "col", "strided")
 BIASES = ("none", "row", "full")
@@ -142,6 +145,12 @@ class HardwareInfo:
     clock_mhz: int = 0
     peak_tflops: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     memory_bandwidth_gbps: float | None = None
+
+    @property
+    def shared_memory_limit(self) -> int:
+        """Shared memory of one block in bytes: ``shared_memory_per_block``, or Hopper's where
+        the description does not say."""
+        return self.shared_memory_per_block or HOPPER_SHARED_MEMORY_PER_BLOCK
 
     @property
     def key(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import __version__, counters, plugins, registry
+from . import __version__, catalog, counters, plugins
 from .options import OPTIONS, env_default
 
 
@@ -22,22 +22,22 @@ def status(hardware: str | None = None) -> dict[str, Any]:
         compile that uses DIODE fails on it) and ``stats``.
     :raises DiodeOptionError: ``hardware`` is neither a known name nor a device.
     """
-    from torch._inductor import config
+    from .inductor.options import effective_options
 
-    requested = hardware or registry.default_device()
-    described = registry.get_detected_hardware(requested)
-    options = {spec.name: getattr(config, spec.name) for spec in OPTIONS}
+    requested = hardware or catalog.default_device()
+    described = catalog.get_detected_hardware(requested)
+    options = effective_options()
     option_errors = {spec.name: error for spec in OPTIONS if (error := env_default(spec)[1])}
-    picked = registry.pick_entry(described, options["diode_model"]) if described else None
+    picked = catalog.pick_entry(described, options["diode_model"]) if described else None
     models = [
         {
             "name": entry.name,
             "description": entry.description,
             "priority": entry.priority,
-            "applies": bool(described and registry.entry_applies(entry, described)),
+            "applies": bool(described and catalog.entry_applies(entry, described)),
             "selected": picked is not None and picked.name == entry.name,
         }
-        for entry in registry.scorer_entries().values()
+        for entry in catalog.scorer_entries().values()
     ]
     return {
         "version": __version__,
@@ -45,7 +45,7 @@ def status(hardware: str | None = None) -> dict[str, Any]:
         "requested": requested,
         "hardware": described.to_dict() if described else None,
         "models": models,
-        "options": {"max_autotune_gemm_backends": config.max_autotune_gemm_backends, **options},
+        "options": options,
         "option_errors": option_errors,
         "stats": counters.stats(),
     }

@@ -8,7 +8,7 @@ import torch
 from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
 
 import diode_backend
-from diode_backend import hookimpl, plugins, registry
+from diode_backend import catalog, hookimpl, plugins
 from diode_backend.scorer import Prediction, ScorerEntry
 
 
@@ -27,7 +27,7 @@ def _fresh_diode_state(tmp_path, monkeypatch):
     prediction cache (never the user's)."""
     monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode-cache"))
     diode_backend.reset_stats()
-    registry.clear()
+    catalog.clear()
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from diode_backend.analytical import AnalyticalScorer
-from diode_backend.dataset import DatasetMeta, ProblemTimings, write_shard
+from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, write_shard
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
 H100 = HardwareInfo(

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from diode_backend.analytical import AnalyticalScorer
-from diode_backend.dataset import load_dataset
+from diode_backend.offline.dataset import load_dataset
 from diode_backend.inductor.configs import candidate_space
-from diode_backend.model.validate import score_problem, spread
+from diode_backend.offline.validate import score_problem, spread
 from diode_backend.problem import KIND_ATEN, GemmProblem, KernelConfig
 
 RUNS = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "runs"

@@ -20,10 +20,11 @@ import pytest
 
 import diode_backend
 from diode_backend import cache
-from diode_backend.cache import PredictionCache, cached_rank, decode_entry, encode_entry, prediction_key
+from diode_backend import codec
+from diode_backend.cache import CachingScorer, PredictionCache, decode_entry, encode_entry, prediction_key
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
-from diode_backend.select import Ranking
+from diode_backend.policy import Ranking, rank_candidates
 
 from model_files import write_checkpoint
 
@@ -62,8 +63,8 @@ def same_ranking(a: Ranking, b: Ranking) -> bool:
 
 def test_second_ranking_is_read_from_disk_not_inferred(isolated_caches):
     scorer = CountingScorer()
-    first = cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=True)
-    second = cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=True)
+    first = rank_candidates(CachingScorer(scorer), PROBLEM, CONFIGS, H100)
+    second = rank_candidates(CachingScorer(scorer), PROBLEM, CONFIGS, H100)
     assert scorer.calls == 1
     assert same_ranking(first, second)
     assert first.unscored == (4,) and first.order[-1] == 3  # nan unscored, inf last
@@ -74,8 +75,8 @@ def test_second_ranking_is_read_from_disk_not_inferred(isolated_caches):
 
 def test_disabled_cache_neither_reads_nor_writes(isolated_caches):
     scorer = CountingScorer()
-    cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=False)
-    cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=False)
+    rank_candidates(scorer, PROBLEM, CONFIGS, H100)
+    rank_candidates(scorer, PROBLEM, CONFIGS, H100)
     assert scorer.calls == 2
     assert not cache.cache_directory().exists()
     assert "prediction_cache_misses" not in diode_backend.stats()["counters"]
@@ -142,7 +143,7 @@ def test_key_is_the_same_in_another_process():
 def test_location_follows_the_environment_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert cache.cache_directory() == tmp_path / "elsewhere" / f"predictions-v{cache.SCHEMA_VERSION}"
-    cached_rank(CountingScorer(), PROBLEM, CONFIGS, H100, enabled=True)
+    rank_candidates(CachingScorer(CountingScorer()), PROBLEM, CONFIGS, H100)
     assert len(list((tmp_path / "elsewhere").rglob("*.msgpack"))) == 1
 
 
@@ -165,8 +166,7 @@ def test_folders_and_files_are_private_to_the_user(tmp_path):
     old_umask = os.umask(0o022)  # a typical umask would leave files world-readable
     try:
         store = PredictionCache(tmp_path / "app" / "predictions-v1")
-        ranking = cached_rank(CountingScorer(), PROBLEM, CONFIGS, H100, enabled=False)
-        store.put("ab" * 32, ranking)
+        store.put("ab" * 32, CountingScorer().predict(PROBLEM, CONFIGS, H100))
     finally:
         os.umask(old_umask)
     for folder in (tmp_path / "app", tmp_path / "app" / "predictions-v1", tmp_path / "app" / "predictions-v1" / "ab"):
@@ -189,33 +189,27 @@ def _damage(kind: str, data: bytes, key: str) -> bytes:
         entry["key"] = "0" * 64
     elif kind == "not_a_ranking":
         entry = {"hello": "world"}
-    elif kind == "bad_index":
-        entry["order"] = entry["order"][:-8] + (99).to_bytes(8, "little")
     elif kind == "short_times":
         entry["times_us"] = entry["times_us"][:-8]
-    elif kind in ("negative_time", "nan_scored"):  # a scored time must be positive (inf: cannot launch)
-        times = cache._unpack("d", entry["times_us"])
-        times[0 if kind == "negative_time" else 1] = -1.0 if kind == "negative_time" else math.nan
-        entry["times_us"] = cache._pack("d", times)
-    elif kind == "reordered":  # a whole permutation, but not the order of its own times
-        order = cache._unpack("q", entry["order"])
-        order[0], order[1] = order[1], order[0]
-        entry["order"] = cache._pack("q", order)
+    elif kind == "negative_time":  # a time must be positive (inf: cannot launch) or NaN (unscored)
+        times = codec.unpack("d", entry["times_us"])
+        times[0] = -1.0
+        entry["times_us"] = codec.pack("d", times)
     return msgpack.packb(entry, use_bin_type=True)
 
 
 @pytest.mark.parametrize(
     "kind",
-    ["truncated", "garbage", "empty", "wrong_version", "foreign_key", "not_a_ranking", "bad_index", "short_times",
-     "negative_time", "nan_scored", "reordered"],  # fmt: skip
+    ["truncated", "garbage", "empty", "wrong_version", "foreign_key", "not_a_ranking", "short_times",
+     "negative_time"],  # fmt: skip
 )
 def test_damaged_entry_is_a_miss_and_gets_rewritten(isolated_caches, kind):
     scorer = CountingScorer()
-    good = cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=True)
+    good = rank_candidates(CachingScorer(scorer), PROBLEM, CONFIGS, H100)
     key = prediction_key(scorer, PROBLEM, CONFIGS, H100)
     path = cache.default_cache().path_of(key)
     path.write_bytes(_damage(kind, path.read_bytes(), key))
-    again = cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=True)
+    again = rank_candidates(CachingScorer(scorer), PROBLEM, CONFIGS, H100)
     assert scorer.calls == 2  # the damaged entry was not trusted
     assert same_ranking(again, good)
     assert decode_entry(path.read_bytes(), key, len(CONFIGS)) is not None  # rewritten whole
@@ -225,14 +219,14 @@ def test_damaged_entry_is_a_miss_and_gets_rewritten(isolated_caches, kind):
 
 
 def test_entry_of_another_candidate_count_is_not_used(isolated_caches):
-    ranking = Ranking((1, 0), (), (2.0, 1.0), None)
-    assert decode_entry(encode_entry("k", ranking), "k", 2) == ranking
-    assert decode_entry(encode_entry("k", ranking), "k", 3) is None
+    prediction = Prediction((2.0, 1.0), None)
+    assert decode_entry(encode_entry("k", prediction), "k", 2) == prediction
+    assert decode_entry(encode_entry("k", prediction), "k", 3) is None
 
 
 def test_cache_is_bounded_and_evicts_least_recently_used(tmp_path):
     store = PredictionCache(tmp_path, max_entries=10, eviction_sample=1)
-    ranking = Ranking((0,), (), (1.0,), None)
+    ranking = Prediction((1.0,), None)
     keys = [f"{i:064x}" for i in range(30)]
     for i, key in enumerate(keys):
         store.put(key, ranking)
@@ -246,7 +240,7 @@ def test_cache_is_bounded_and_evicts_least_recently_used(tmp_path):
 
 
 def test_cache_is_bounded_in_bytes(tmp_path):
-    ranking = Ranking(tuple(range(100)), (), tuple(float(i) for i in range(100)), 0.5)
+    ranking = Prediction(tuple(float(i) for i in range(1, 101)), 0.5)
     size = len(encode_entry("0" * 64, ranking))
     store = PredictionCache(tmp_path, max_bytes=5 * size, eviction_sample=1)
     for i in range(20):
@@ -256,7 +250,7 @@ def test_cache_is_bounded_in_bytes(tmp_path):
 
 def test_eviction_removes_temporary_files_of_dead_writers(tmp_path):
     store = PredictionCache(tmp_path)
-    store.put("ab" * 32, Ranking((0,), (), (1.0,), None))
+    store.put("ab" * 32, Prediction((1.0,), None))
     stale, fresh = tmp_path / "ab" / ".tmp-dead", tmp_path / "ab" / ".tmp-writing"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"half")
@@ -269,10 +263,10 @@ def test_eviction_removes_temporary_files_of_dead_writers(tmp_path):
 def test_clear_deletes_every_entry(tmp_path):
     store = PredictionCache(tmp_path)
     for i in range(5):
-        store.put(f"{i:064x}", Ranking((0,), (), (1.0,), None))
+        store.put(f"{i:064x}", Prediction((1.0,), None))
     assert store.clear() == 5
     assert store.info().entries == 0
-    store.put("ff" * 32, Ranking((0,), (), (1.0,), None))  # usable again after a clear
+    store.put("ff" * 32, Prediction((1.0,), None))  # usable again after a clear
     assert store.info().entries == 1
 
 
@@ -282,8 +276,8 @@ def test_unusable_cache_never_fails_the_ranking(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("DIODE_CACHE_DIR", str(blocker))
     scorer = CountingScorer()
     with caplog.at_level(logging.WARNING, logger="diode_backend"):
-        first = cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=True)
-        second = cached_rank(scorer, PROBLEM, CONFIGS, H100, enabled=True)
+        first = rank_candidates(CachingScorer(scorer), PROBLEM, CONFIGS, H100)
+        second = rank_candidates(CachingScorer(scorer), PROBLEM, CONFIGS, H100)
     assert same_ranking(first, second) and scorer.calls == 2
     assert diode_backend.stats()["counters"]["prediction_cache_errors"] == 4  # read and write, twice
     warnings = [r for r in caplog.records if "prediction cache" in r.getMessage()]
@@ -296,7 +290,7 @@ def test_scorer_errors_propagate_as_without_cache(isolated_caches):
             raise RuntimeError("scorer exploded")
 
     with pytest.raises(RuntimeError, match="exploded"):
-        cached_rank(Broken(), PROBLEM, CONFIGS, H100, enabled=True)
+        rank_candidates(CachingScorer(Broken()), PROBLEM, CONFIGS, H100)
     assert "prediction_cache_errors" not in diode_backend.stats()["counters"]
 
 
@@ -307,7 +301,6 @@ _HAMMER = textwrap.dedent(
     import json, random, sys, time
     from diode_backend.cache import PredictionCache
     from diode_backend.scorer import Prediction
-    from diode_backend.select import Ranking
 
     directory, seconds, seed, max_entries = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     store = PredictionCache(directory, max_entries=max_entries, eviction_sample=8)
@@ -316,7 +309,7 @@ _HAMMER = textwrap.dedent(
     def expected(i):
         n = 50 + i * 37  # different sizes per key: a torn write could not pass for another key
         times = tuple(float((j * 7919 + i) % 97 + 1) for j in range(n))
-        return Ranking.of(Prediction(times, (i % 10) / 10))  # a real ranking: reads check its order
+        return Prediction(times, (i % 10) / 10)
 
     written, hits, misses, errors = set(), 0, 0, []
     deadline = time.monotonic() + seconds
@@ -332,7 +325,7 @@ _HAMMER = textwrap.dedent(
                 if got is None:
                     misses += 1
                 elif got != expected(i):
-                    errors.append(f"{key}: read a different ranking")
+                    errors.append(f"{key}: read a different prediction")
                 else:
                     hits += 1
         except Exception as err:
@@ -423,11 +416,13 @@ def test_second_process_compiling_the_same_model_is_served_from_the_cache(tmp_pa
 def test_choosing_between_groups_is_served_from_the_cache_too(isolated_caches):
     """Where an op's candidates come in several groups (on a GPU: ATen and Triton), the union of
     the groups' picks is ranked once more; a second compile reads that ranking from disk."""
-    from diode_backend.inductor.decide import CandidateMark, GemmContext, _union_ranking
+    from diode_backend.inductor.benchmarked_choices import _union_ranking
+    from diode_backend.inductor.context import GemmContext
+    from diode_backend.inductor.group_configs import CandidateMark
     from diode_backend.options import DiodeOptions
 
     scorer = CountingScorer()
-    context = GemmContext(options=DiodeOptions(), op="addmm", problem=PROBLEM, hardware=H100, scorer=scorer)
+    context = GemmContext(options=DiodeOptions(), op="addmm", problem=PROBLEM, hardware=H100, scorer=CachingScorer(scorer))
     marks = [
         CandidateMark(context, CONFIGS[1], 3.0, group=1, group_size=2, group_confidence=0.9, from_cache=False),
         CandidateMark(context, CONFIGS[2], 2.0, group=2, group_size=3, group_confidence=0.8, from_cache=False),

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from diode_backend.cache import cached_rank
-from diode_backend.cli import COMMANDS, build_parser, main
+from diode_backend.cache import CachingScorer
+from diode_backend.offline.cli import COMMANDS, build_parser, main
+from diode_backend.policy import rank_candidates
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
 
@@ -50,7 +51,7 @@ def test_subcommands_are_registered_with_complete_help():
 def test_help_and_version_import_no_torch():
     """`diode --help` answers at once: building the parser (every subcommand's) imports no torch."""
     code = (
-        "import sys\nfrom diode_backend.cli import main\n"
+        "import sys\nfrom diode_backend.offline.cli import main\n"
         "for argv in (['--help'], ['--version'], ['train', '--help'], ['collect', 'sweep', '--help']):\n"
         "    try:\n        main(argv)\n    except SystemExit as done:\n        assert done.code == 0, argv\n"
         "print('torch' in sys.modules)\n"
@@ -63,7 +64,7 @@ def test_help_and_version_import_no_torch():
 
 def test_console_script_runs_in_a_real_process():
     script = Path(sys.executable).with_name("diode")
-    command = [str(script)] if script.exists() else [sys.executable, "-c", "from diode_backend.cli import main; raise SystemExit(main())"]
+    command = [str(script)] if script.exists() else [sys.executable, "-c", "from diode_backend.offline.cli import main; raise SystemExit(main())"]
     done = subprocess.run([*command, "plugins"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "diode_backend.builtin  [built-in]" in done.stdout
@@ -237,7 +238,7 @@ def test_cache_info_and_clear(capsys, isolated_caches):
     hardware = HardwareInfo("NVIDIA H100 80GB HBM3", "nvidia", sm_count=132)
     configs = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 64, 64, 32, 3, 4, 8)]
     for m in (64, 128, 256):
-        cached_rank(_Fixed(), GemmProblem("mm", m, 64, 64), configs, hardware, enabled=True)
+        rank_candidates(CachingScorer(_Fixed()), GemmProblem("mm", m, 64, 64), configs, hardware)
     code, out, _ = run(capsys, "cache", "info")
     assert code == 0
     assert f"location: {isolated_caches / 'diode' / 'predictions-v1'}" in out

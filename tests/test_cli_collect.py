@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from diode_backend.cli import main
-from diode_backend.collect import shapes
-from diode_backend.dataset import DatasetMeta, ProblemTimings, load_dataset, write_shard
+from diode_backend.offline.cli import main
+from diode_backend.offline.collect import shapes
+from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, load_dataset, write_shard
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
 

@@ -7,8 +7,8 @@ import torch
 from torch._inductor import config
 from torch._inductor.select_algorithm import get_algorithm_selector_cache
 
-from diode_backend.dataset import DatasetMeta, ShardWriter, load_dataset
-from diode_backend.inductor.feedback import record_inductor_timings
+from diode_backend.offline.dataset import DatasetMeta, ShardWriter, load_dataset
+from diode_backend.offline.collect.feedback import record_inductor_timings
 from diode_backend.problem import GemmProblem, HardwareInfo
 
 

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from diode_backend.collect.fidelity import compare, inductor_timings, spearman
-from diode_backend.dataset import ProblemTimings
+from diode_backend.offline.collect.fidelity import compare, inductor_timings, spearman
+from diode_backend.offline.dataset import ProblemTimings
 from diode_backend.problem import GemmProblem, KernelConfig
 
 

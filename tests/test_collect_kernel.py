@@ -12,24 +12,25 @@ import textwrap
 
 import pytest
 
-from diode_backend.collect import kernel
+from diode_backend.offline.collect import kernel
 from diode_backend.problem import GemmProblem, KernelConfig
 
 INTERPRETED = textwrap.dedent(
     """
     import json, sys, torch
-    from diode_backend.collect import kernel
-    from diode_backend.collect.sweep import TOLERANCE, make_operands
+    from diode_backend.offline.collect import kernel
+    from diode_backend.offline.collect.sweep import ACCURACY_TOLERANCE, make_operands
     from diode_backend.problem import GemmProblem, KernelConfig
+    KERNELS = {"mm": kernel.mm_kernel, "addmm": kernel.mm_kernel, "bmm": kernel.bmm_kernel, "baddbmm": kernel.bmm_kernel}
     out = []
     for problem, config in json.loads(sys.argv[1]):
         problem, config = GemmProblem(**problem), KernelConfig(**config)
         ops = make_operands(problem, device="cpu")
         ops["out"].fill_(float("nan"))
         args = kernel.launch_args(problem, config, ops["a"], ops["b"], ops["out"], ops["bias"])
-        kernel.KERNELS[problem.op][kernel.grid(problem, config)](*args)
+        KERNELS[problem.op][kernel.grid(problem, config)](*args)
         err = ((ops["out"].float() - ops["ref"]).abs().max() / ops["ref"].abs().max()).item()
-        out.append(err <= TOLERANCE[problem.dtype])
+        out.append(err <= ACCURACY_TOLERANCE[problem.dtype])
     print(json.dumps(out))
     """
 )
@@ -83,7 +84,7 @@ def _ptx(problem: GemmProblem, config: KernelConfig, **override) -> str:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    fn = kernel.KERNELS[problem.op]
+    fn = kernel.bmm_kernel if problem.op in ("bmm", "baddbmm") else kernel.mm_kernel
     spec = {**kernel.specialization(problem, config), **override}
     pointer = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}[problem.dtype]
     signature = {name: pointer for name in ("A", "B", "C", "BIAS")}

@@ -7,7 +7,7 @@ import statistics
 
 import torch
 
-from diode_backend.collect import plan, shapes
+from diode_backend.offline.collect import plan, shapes
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
 H100 = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132, shared_memory_per_block=232448)

@@ -12,9 +12,9 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import json, torch
-    from diode_backend.collect import kernel
-    from diode_backend.collect.plan import PlannedProblem
-    from diode_backend.collect.sweep import time_problem
+    from diode_backend.offline.collect import kernel
+    from diode_backend.offline.collect.plan import PlannedProblem
+    from diode_backend.offline.collect.sweep import time_problem
     from diode_backend.problem import GemmProblem, KernelConfig
 
     class FixedTimer:  # stands in for the CUDA-event timer: three runs per candidate
@@ -71,8 +71,8 @@ def test_the_compile_feeder_records_every_kernel_and_stops_writing_once_told():
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from diode_backend.collect import kernel
-    from diode_backend.collect.sweep import _compile_all
+    from diode_backend.offline.collect import kernel
+    from diode_backend.offline.collect.sweep import _compile_all
     from diode_backend.problem import GemmProblem, KernelConfig
 
     problem = GemmProblem("mm", 64, 64, 64, dtype="float32")
@@ -94,7 +94,7 @@ def test_waiting_for_kernels_gives_up_at_the_deadline():
     import threading
     import time
 
-    from diode_backend.collect.sweep import _wait_for_kernels
+    from diode_backend.offline.collect.sweep import _wait_for_kernels
 
     ready: dict[int, str] = {0: ""}
     started = time.time()

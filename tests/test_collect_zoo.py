@@ -10,13 +10,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from diode_backend.collect import zoo
-from diode_backend.collect.zoo.families import ARCHITECTURES, GROUPS
-from diode_backend.collect.zoo.trace import (
+from diode_backend.offline.collect import zoo
+from diode_backend.offline.collect.zoo.families import ARCHITECTURES, GROUPS
+from diode_backend.offline.collect.zoo.trace import (
     TracedGemm, expert_gemms, expert_token_counts, fp32_precision, tensor_parallel, trace_gemms,
 )  # fmt: skip
 from diode_backend.problem import GemmProblem
-from diode_backend.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
 
 ZOO = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "zoo"
 

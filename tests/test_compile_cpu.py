@@ -13,16 +13,26 @@ import sys
 
 import pytest
 import torch
+import torch._inductor.choices  # noqa: F401  (RecordingChoices below subclasses InductorChoices)
 import torch.nn.functional as F
 from torch._inductor import config
 from torch._inductor.utils import run_and_get_code
 
 import diode_backend
 from diode_backend import plugins
-from diode_backend.inductor.choices import refresh_choices_handler
 from diode_backend.scorer import Prediction
 
 DIODE = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fx_graph_cache": False}
+
+
+def refresh_choices_handler() -> None:
+    """Make the next compile in this thread build its choices object from
+    ``config.inductor_choices_class`` again (Inductor builds it once per thread)."""
+    from torch._inductor import virtualized
+
+    key = virtualized._choices._key
+    if hasattr(virtualized.threadlocal, key):
+        delattr(virtualized.threadlocal, key)
 
 
 def biased_addmm(bias, x, w):

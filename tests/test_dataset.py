@@ -7,7 +7,7 @@ import math
 import msgpack
 import pytest
 
-from diode_backend.dataset import (
+from diode_backend.offline.dataset import (
     FORMAT,
     Dataset,
     DatasetError,

@@ -194,7 +194,7 @@ def _skip_reason(block: Block) -> str | None:
 @functools.cache
 def _zoo_unavailable() -> str | None:
     """Why the zoo's tracing libraries cannot be used here (the zoo extra), or None."""
-    from diode_backend.collect import zoo
+    from diode_backend.offline.collect import zoo
 
     try:
         zoo._require_tracing_libraries()

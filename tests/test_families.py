@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from synthetic_timings import synthetic_problems
 
-from diode_backend.families import check_families, family_of, of_families, parse_families, without_families
-from diode_backend.model.train import split_families
+from diode_backend.offline.families import check_families, family_of, of_families, parse_families, without_families
+from diode_backend.offline.train import split_families
 
 
 def test_a_zoo_problem_belongs_to_its_family_any_other_to_its_generator():

@@ -22,10 +22,11 @@ import pytest
 import torch
 
 import diode_backend
-from diode_backend import cache, hookimpl, plugins, registry
+from diode_backend import cache, catalog, hookimpl, plugins
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.manifest import read_manifest
 from diode_backend.options import DiodeOptionError
+from diode_backend.policy import rank_candidates
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction, ScorerEntry
 
@@ -40,6 +41,7 @@ _HOSTILE_ENTRY = textwrap.dedent(
     import json, os, stat, sys
     import diode_backend
     from diode_backend import cache
+    from diode_backend.policy import rank_candidates
     from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
     from diode_backend.scorer import Prediction
 
@@ -51,14 +53,14 @@ _HOSTILE_ENTRY = textwrap.dedent(
     hw = HardwareInfo("NVIDIA H100", "nvidia")
     problem = GemmProblem("mm", 64, 64, 64)
     configs = [KernelConfig("aten", "aten::mm"), KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)]
-    cache.cached_rank(Scorer(), problem, configs, hw, enabled=True)
+    rank_candidates(cache.CachingScorer(Scorer()), problem, configs, hw)
     path = cache.default_cache().path_of(cache.prediction_key(Scorer(), problem, configs, hw))
     path.unlink()
     if sys.argv[1] == "fifo":
         os.mkfifo(path)
     else:
         os.symlink("/dev/zero", path)
-    ranking = cache.cached_rank(Scorer(), problem, configs, hw, enabled=True)
+    ranking = rank_candidates(cache.CachingScorer(Scorer()), problem, configs, hw)
     print(json.dumps({"order": list(ranking.order), "counters": diode_backend.stats()["counters"],
                       "repaired": stat.S_ISREG(os.lstat(path).st_mode)}))
     """
@@ -115,7 +117,7 @@ def _last_line_of(code: str, *args: str) -> str:
 
 _READ = """
     import sys
-    from diode_backend.dataset import load_dataset
+    from diode_backend.offline.dataset import load_dataset
     from diode_backend.model.checkpoint import load_checkpoint
     from diode_backend.model.manifest import read_manifest
     try:
@@ -200,13 +202,13 @@ def test_a_plugin_whose_scorer_registration_fails_hides_no_other_model(error, ca
     class Broken:
         diode_register_scorers = hookimpl(_raise(error))
 
-    h100 = registry.resolve_hardware("h100")
+    h100 = catalog.resolve_hardware("h100")
     broken = f"broken_{type(error).__name__}"  # warnings are once per process: a name per case
     with _registered(**{broken: Broken()}, named_plugin=_NamedScorerPlugin()):
         with caplog.at_level(logging.WARNING, logger="diode_backend"):
-            assert registry.pick_entry(h100).name == "nvidia-h100-gemm"  # the shipped model
-            assert registry.pick_entry(h100, _Named.name).name == _Named.name
-            assert "analytical" in registry.list_available_models()
+            assert catalog.pick_entry(h100).name == "nvidia-h100-gemm"  # the shipped model
+            assert catalog.pick_entry(h100, _Named.name).name == _Named.name
+            assert "analytical" in catalog.list_available_models()
     warnings = [r.getMessage() for r in caplog.records if repr(broken) in r.getMessage()]
     assert len(warnings) == 1 and "diode_register_scorers" in warnings[0]
     assert diode_backend.stats()["counters"]["plugin_errors"] == 1
@@ -222,21 +224,21 @@ def test_a_scorer_whose_applies_to_fails_is_skipped_alone(error, caplog):
             register(ScorerEntry(bad, _Named, _raise(error), priority=100, identity=bad))
 
     bad = f"bad-check-{type(error).__name__}"  # warnings are once per process: a name per case
-    h100 = registry.resolve_hardware("h100")
+    h100 = catalog.resolve_hardware("h100")
     with _registered(bad_check_plugin=BadCheck(), named_plugin=_NamedScorerPlugin()):
         with caplog.at_level(logging.WARNING, logger="diode_backend"):
             for _ in range(2):
-                assert registry.pick_entry(h100).name == "nvidia-h100-gemm"
-            assert registry.pick_entry(h100, _Named.name).name == _Named.name
-            assert registry.pick_entry(h100, bad).name == bad  # chosen by name: applies_to is not asked
+                assert catalog.pick_entry(h100).name == "nvidia-h100-gemm"
+            assert catalog.pick_entry(h100, _Named.name).name == _Named.name
+            assert catalog.pick_entry(h100, bad).name == bad  # chosen by name: applies_to is not asked
     assert len([r for r in caplog.records if repr(bad) in r.getMessage()]) == 1
 
 
 _EXITING_IMPORT = """
     import logging, sys
     logging.basicConfig(level=logging.WARNING)
-    from diode_backend import registry
-    print(sorted(registry.scorer_entries()))
+    from diode_backend import catalog
+    print(sorted(catalog.scorer_entries()))
 """
 
 
@@ -329,7 +331,7 @@ def test_an_out_of_range_prediction_decides_nothing_and_is_not_cached(times, con
     scorer = _Answers(times, confidence)
     for _ in range(2):
         with pytest.raises(ValueError, match=f"scorer {re.escape(repr(scorer.name))}.*{re.escape(message)}"):
-            cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+            rank_candidates(cache.CachingScorer(scorer), _MM, _TWO, _H100)
     assert "prediction_cache_corrupt" not in diode_backend.stats()["counters"]
     assert not list(cache.default_cache().directory.rglob("*.msgpack"))
 
@@ -337,8 +339,8 @@ def test_an_out_of_range_prediction_decides_nothing_and_is_not_cached(times, con
 def test_a_whole_number_confidence_is_cached_and_served(isolated_caches):
     """Failure 6: a confidence of 1 (an int) was used, then refused as corrupt on every read."""
     scorer = _Answers((2.0, math.inf), 1)
-    first = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
-    second = cache.cached_rank(scorer, _MM, _TWO, _H100, enabled=True)
+    first = rank_candidates(cache.CachingScorer(scorer), _MM, _TWO, _H100)
+    second = rank_candidates(cache.CachingScorer(scorer), _MM, _TWO, _H100)
     assert scorer.calls == 1 and first == second and second.confidence == 1.0
     counts = diode_backend.stats()["counters"]
     assert counts["prediction_cache_hits"] == 1 and "prediction_cache_corrupt" not in counts
@@ -362,7 +364,7 @@ def models_with_a_broken_one(tmp_path, monkeypatch):
 
 def test_models_check_fails_on_a_broken_manifest(capsys, models_with_a_broken_one):
     """Failure 6: `diode models --check` exited 0 while a manifest was broken."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     for json_flag in ([], ["--json"]):
         assert main(["models", "--hardware", "h100", "--check", *json_flag]) == 1
@@ -374,9 +376,9 @@ def test_models_check_fails_on_a_broken_manifest(capsys, models_with_a_broken_on
 def test_naming_a_model_whose_manifest_is_broken_says_what_is_wrong(models_with_a_broken_one):
     """Failure 6: naming it said "no such model" instead of pointing at the manifest."""
     with pytest.raises(DiodeOptionError, match="missing 'sha256'") as error:
-        registry.pick_entry(registry.resolve_hardware("h100"), "acme")
+        catalog.pick_entry(catalog.resolve_hardware("h100"), "acme")
     assert str(models_with_a_broken_one) in str(error.value)
-    assert registry.pick_entry(registry.resolve_hardware("h100"), "good-h100").name == "good-h100"
+    assert catalog.pick_entry(catalog.resolve_hardware("h100"), "good-h100").name == "good-h100"
 
 
 # -- damaged dataset shards (issue 16, failure 4) ------------------------------------------------
@@ -437,7 +439,7 @@ def damaged_shard(tmp_path, request):
 def test_a_damaged_shard_is_one_line_naming_the_file_and_the_fix(capsys, tmp_path, damaged_shard, command):
     """Failure 4: IndexError, struct.error or TypeError tracebacks, float99 and conv accepted,
     NaN and negative times trained on or validated into nan figures."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     shard, what = damaged_shard
     argv = {"dataset info": ["dataset", "info", str(shard.parent)],
@@ -455,7 +457,7 @@ def _one_candidate_problems(folder: Path, train: int, single: int) -> Path:
     """A dataset of ``train`` training problems, the first ``single`` timed on one candidate."""
     from dataclasses import replace
 
-    from diode_backend.dataset import DatasetMeta, write_shard
+    from diode_backend.offline.dataset import DatasetMeta, write_shard
     from synthetic_timings import H100, synthetic_problems
 
     problems = synthetic_problems(train)
@@ -466,7 +468,7 @@ def _one_candidate_problems(folder: Path, train: int, single: int) -> Path:
 
 def test_train_says_why_it_left_problems_out(capsys, tmp_path):
     """Failure 4: problems train could not learn from vanished without a word ("got 0 problems")."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     tiny = ["--max-epochs", "1", "--steps-per-epoch", "2", "--hidden", "8", "--ensemble", "2"]
     data = _one_candidate_problems(tmp_path / "some", train=8, single=3)
@@ -483,7 +485,7 @@ def test_train_says_why_it_left_problems_out(capsys, tmp_path):
 def test_validate_prints_no_nan_figures(capsys, tmp_path, model):
     """Failure 4: figures that do not exist (an AUROC without misses, the worst of no trusted
     pick, an uncalibrated model's ECE) were printed as nan."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
     from model_files import write_checkpoint
     from synthetic_timings import write_dataset
 
@@ -565,10 +567,10 @@ def test_plugin_faults_under_the_cli_are_one_line(capsys, where, exits):
     """Failure 4: a plugin failing in a hook, or its scorer in load or predict, by an exception
     or by sys.exit(), gave a traceback (or ended with status 5) under `diode models`, `predict`
     and `status`. A command fails only where the faulty model was needed, with one line."""
-    from diode_backend.cli import main
+    from diode_backend.offline.cli import main
 
     for name, argv in _COMMANDS.items():
-        registry.clear()  # each command as in a process of its own
+        catalog.clear()  # each command as in a process of its own
         with _registered(faulty=_FaultyPlugin(where, exits)):
             code = main(argv)
         out, err = capsys.readouterr()
@@ -603,7 +605,7 @@ time.sleep(600)
 def test_a_killed_feedback_collection_keeps_what_it_flushed(tmp_path):
     """Failure 5: `diode collect feedback` wrote only at exit, so SIGTERM or SIGKILL lost every
     GEMM it had recorded. Now SIGTERM loses none, SIGKILL at most those since the last shard."""
-    from diode_backend.dataset import load_dataset
+    from diode_backend.offline.dataset import load_dataset
 
     script = tmp_path / "gemms.py"
     script.write_text(_GEMMS)

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import diode_backend
-from diode_backend import hookimpl, plugins, registry
+from diode_backend import catalog, hookimpl, plugins, registry
 from diode_backend.model import entries as model_entries_module
 from diode_backend.model.checkpoint import ModelLoadError, file_sha256, load_checkpoint
 from diode_backend.model.entries import SHIPPED_MODELS, ModelEntry, manifest_entry, model_entries
@@ -39,7 +39,7 @@ CONFIGS = [KernelConfig("aten", "aten::mm")] + [
 
 @pytest.fixture
 def h100():
-    return registry.resolve_hardware("h100")
+    return catalog.resolve_hardware("h100")
 
 
 @pytest.fixture
@@ -71,8 +71,8 @@ def test_manifest_is_read_without_loading_the_weights(tmp_path):
 def test_manifest_matches_device_names_by_substring(tmp_path, h100):
     manifest = read_manifest(write_model_folder(tmp_path / "m", "x", hardware=("h100", "H200")))
     assert manifest.applies_to(h100)  # case-insensitive
-    assert manifest.applies_to(registry.resolve_hardware("h100-pcie"))
-    assert not manifest.applies_to(registry.resolve_hardware("a100"))
+    assert manifest.applies_to(catalog.resolve_hardware("h100-pcie"))
+    assert not manifest.applies_to(catalog.resolve_hardware("a100"))
     by_name_only = read_manifest(write_model_folder(tmp_path / "n", "y", hardware=()))
     assert not by_name_only.applies_to(h100)
 
@@ -228,12 +228,12 @@ def test_models_on_the_models_path_are_registered_and_picked_by_hardware(models_
     write_model_folder(models_path / "small", "acme-h100-small", priority=1)
     write_model_folder(models_path / "a100", "acme-a100", hardware=("A100",), priority=9)
     (models_path / "not-a-model").mkdir()  # no manifest: ignored
-    entries = registry.scorer_entries()
+    entries = catalog.scorer_entries()
     assert {"acme-h100-big", "acme-h100-small", "acme-a100", "analytical"} <= set(entries)
     assert isinstance(entries["acme-h100-big"], ModelEntry) and entries["acme-h100-big"].source.startswith("DIODE_MODELS_PATH")
-    assert registry.pick_entry(h100).name == "acme-h100-big"
-    assert registry.list_available_models("h100") == ["acme-h100-big", "acme-h100-small", "analytical"]
-    assert registry.pick_entry(registry.resolve_hardware("a100")).name == "acme-a100"
+    assert catalog.pick_entry(h100).name == "acme-h100-big"
+    assert catalog.list_available_models("h100") == ["acme-h100-big", "acme-h100-small", "analytical"]
+    assert catalog.pick_entry(catalog.resolve_hardware("a100")).name == "acme-a100"
 
 
 @pytest.mark.parametrize(
@@ -250,10 +250,10 @@ def test_a_model_on_the_models_path_outranks_the_shipped_one_only_when_it_says_s
 ):
     write_model_folder(tmp_path / "models" / "mine", "mine", hardware=("H100",), priority=priority, metrics=metrics)
     monkeypatch.setenv("DIODE_MODELS_PATH", str(tmp_path / "models"))
-    assert registry.list_available_models(h100)[:2] == sorted(["mine", "nvidia-h100-gemm"], key=lambda n: n != picked)
-    entry = registry.pick_entry(h100)
+    assert catalog.list_available_models(h100)[:2] == sorted(["mine", "nvidia-h100-gemm"], key=lambda n: n != picked)
+    entry = catalog.pick_entry(h100)
     assert entry.name == picked
-    assert because in registry.pick_reason(h100, entry)
+    assert because in catalog.pick_reason(h100, entry)
 
 
 def test_a_broken_manifest_hides_no_other_model(models_path, h100, caplog):
@@ -261,7 +261,7 @@ def test_a_broken_manifest_hides_no_other_model(models_path, h100, caplog):
     broken = write_model_folder(models_path / "broken", "acme-broken")
     (broken / "manifest.json").write_text("{}")
     with caplog.at_level(logging.WARNING, logger="diode_backend"):
-        assert "acme-h100" in registry.scorer_entries() and "acme-broken" not in registry.scorer_entries()
+        assert "acme-h100" in catalog.scorer_entries() and "acme-broken" not in catalog.scorer_entries()
     assert diode_backend.stats()["counters"]["model_manifest_errors"] == 1
     assert any(str(broken) in r.getMessage() for r in caplog.records)
 
@@ -271,8 +271,8 @@ def test_automatic_pick_skips_a_model_that_cannot_load_and_counts_it(models_path
     damaged = write_model_folder(models_path / "damaged", "acme-h100-damaged", priority=9)
     write_checkpoint(damaged / "model.pt", seed=7)  # no longer what the manifest describes
     with caplog.at_level(logging.WARNING, logger="diode_backend"):
-        assert registry.pick_entry(h100).name == "acme-h100-fine"
-        assert registry.pick_entry(h100).name == "acme-h100-fine"
+        assert catalog.pick_entry(h100).name == "acme-h100-fine"
+        assert catalog.pick_entry(h100).name == "acme-h100-fine"
     assert diode_backend.stats()["counters"]["model_load_failures"] == 1  # counted once, not per GEMM
     assert sum("acme-h100-damaged" in r.getMessage() for r in caplog.records) == 1
 
@@ -281,27 +281,27 @@ def test_model_chosen_by_name_that_cannot_load_is_a_clear_error(models_path, h10
     damaged = write_model_folder(models_path / "damaged", "acme-h100-damaged")
     (damaged / "model.pt").unlink()
     with pytest.raises(DiodeOptionError, match="acme-h100-damaged.*model file not found; reinstall"):
-        registry.pick_entry(h100, "acme-h100-damaged")
+        catalog.pick_entry(h100, "acme-h100-damaged")
 
 
 def test_model_chosen_by_path_file_or_folder(tmp_path):
-    cpu = registry.get_detected_hardware("cpu")
+    cpu = catalog.get_detected_hardware("cpu")
     model_file = write_checkpoint(tmp_path / "mine.pt")
-    entry = registry.pick_entry(cpu, str(model_file))  # any hardware: the user asked for it
+    entry = catalog.pick_entry(cpu, str(model_file))  # any hardware: the user asked for it
     assert entry.name == str(model_file) and isinstance(registry.load_scorer(entry), LearnedScorer)
     folder = write_model_folder(tmp_path / "folder", "named-in-manifest")
-    assert registry.pick_entry(cpu, str(folder)).name == str(folder)
+    assert catalog.pick_entry(cpu, str(folder)).name == str(folder)
     with pytest.raises(DiodeOptionError, match="no such model file or folder"):
-        registry.pick_entry(cpu, str(tmp_path / "missing.pt"))
+        catalog.pick_entry(cpu, str(tmp_path / "missing.pt"))
     with pytest.raises(DiodeOptionError, match="no such model. Registered models: .*analytical"):
-        registry.pick_entry(cpu, "no-such-model")
+        catalog.pick_entry(cpu, "no-such-model")
 
 
 def test_shipped_models_folder_is_the_repository_one():
     """In a checkout diode_backend/trained_models links to trained_models/ (wheels copy it)."""
     assert SHIPPED_MODELS.resolve() == (REPO / "trained_models").resolve()
     shipped = model_entries(SHIPPED_MODELS, source="shipped")
-    assert {e.name for e in shipped} <= set(registry.scorer_entries())
+    assert {e.name for e in shipped} <= set(catalog.scorer_entries())
 
 
 def test_plugin_ships_models_with_the_entries_helper(tmp_path, h100):
@@ -316,9 +316,9 @@ def test_plugin_ships_models_with_the_entries_helper(tmp_path, h100):
     plugin = VendorPlugin()
     plugins.get_plugin_manager().register(plugin, name="vendor")
     try:
-        assert registry.pick_entry(h100).name == "vendor-h100"
+        assert catalog.pick_entry(h100).name == "vendor-h100"
         assert registry.scorer_sources()["vendor-h100"] == "vendor"
-        assert registry.scorer_entries()["vendor-h100"].source == "diode-vendor"
+        assert catalog.scorer_entries()["vendor-h100"].source == "diode-vendor"
     finally:
         plugins.get_plugin_manager().unregister(plugin)
 
@@ -351,8 +351,8 @@ def test_root_exports_stay_lazy():
     code = "import sys, diode_backend; print('diode_backend.registry' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
-    assert diode_backend.list_available_models is registry.list_available_models
-    assert diode_backend.register_model is registry.register_model
+    assert diode_backend.list_available_models is catalog.list_available_models
+    assert diode_backend.register_model is catalog.register_model
 
 
 def test_get_detected_hardware_describes_this_machine():
@@ -381,16 +381,16 @@ def test_list_available_models_without_and_with_hardware(models_path):
 
 def test_register_model_makes_it_the_pick_on_any_hardware(models_path, tmp_path):
     write_model_folder(models_path / "m", "acme-h100")
-    cpu = registry.get_detected_hardware("cpu")
-    assert registry.pick_entry(cpu) is None  # nothing applies to a CPU by itself
+    cpu = catalog.get_detected_hardware("cpu")
+    assert catalog.pick_entry(cpu) is None  # nothing applies to a CPU by itself
     assert diode_backend.register_model("acme-h100") == "acme-h100"
-    assert registry.pick_entry(cpu).name == "acme-h100"
+    assert catalog.pick_entry(cpu).name == "acme-h100"
     path = write_checkpoint(tmp_path / "own.pt")
     assert diode_backend.register_model(path) == str(path)
-    assert registry.pick_entry(cpu).name == str(path) and str(path) in diode_backend.list_available_models()
-    assert registry.pick_entry(cpu, "analytical").name == "analytical"  # diode_model still wins
+    assert catalog.pick_entry(cpu).name == str(path) and str(path) in diode_backend.list_available_models()
+    assert catalog.pick_entry(cpu, "analytical").name == "analytical"  # diode_model still wins
     assert diode_backend.register_model(None) is None
-    assert registry.pick_entry(cpu) is None
+    assert catalog.pick_entry(cpu) is None
 
 
 def test_register_model_refuses_what_cannot_be_used(tmp_path):
@@ -400,24 +400,24 @@ def test_register_model_refuses_what_cannot_be_used(tmp_path):
         diode_backend.register_model(bad)
     with pytest.raises(DiodeOptionError, match="no such model"):
         diode_backend.register_model("no-such-model")
-    assert registry.pick_entry(registry.get_detected_hardware("cpu")) is None
+    assert catalog.pick_entry(catalog.get_detected_hardware("cpu")) is None
 
 
 # -- known hardware -----------------------------------------------------------------------------
 
 
 def test_known_hardware_describes_devices_offline(h100):
-    assert registry.resolve_hardware("H100") == h100
+    assert catalog.resolve_hardware("H100") == h100
     assert (h100.name, h100.sm_count, h100.compute_capability) == ("NVIDIA H100 80GB HBM3", 132, (9, 0))
     assert h100.shared_memory_per_block == 232448 and h100.l2_bytes == 50 * 2**20
     assert h100.peak_tflops["bfloat16"] > 900  # the same datasheet peaks detection adds
     with pytest.raises(DiodeOptionError, match="unknown hardware 'h900'.*h100"):
-        registry.resolve_hardware("h900")
+        catalog.resolve_hardware("h900")
 
 
 @pytest.mark.gpu
 def test_known_description_equals_the_detected_one():
-    detected = registry.get_detected_hardware("cuda")
+    detected = catalog.get_detected_hardware("cuda")
     named = [hw for hw in registry.known_hardware().values() if hw.name == detected.name]
     if not named:
         pytest.skip(f"{detected.name} is not in the known-hardware table")
@@ -455,7 +455,7 @@ def test_learned_model_named_by_path_ranks_inside_torch_compile(isolated_caches,
 
 
 def test_automatic_model_that_cannot_load_never_fails_the_compile(isolated_caches, models_path):
-    cpu_name = registry.get_detected_hardware("cpu").name
+    cpu_name = catalog.get_detected_hardware("cpu").name
     damaged = write_model_folder(models_path / "damaged", "acme-cpu", hardware=(cpu_name,))
     write_checkpoint(damaged / "model.pt", seed=5)
     out = _compile(fast_autotune=True)
@@ -470,3 +470,29 @@ def test_explicit_model_that_cannot_load_stops_the_compile_with_its_name(isolate
     bad.write_bytes(b"nope")
     with pytest.raises(Exception, match=r"diode_model=.*bad\.pt.*not a loadable checkpoint"):
         _compile(diode_model=str(bad))
+
+
+def test_a_plugin_with_a_misspelled_hook_is_named_and_skipped(caplog):
+    import pluggy
+
+    from diode_backend import hookspecs
+
+    class Misspelled:
+        @hookimpl
+        def diode_register_scorer(self, register):  # the hook is diode_register_scorers
+            register(ScorerEntry("never", lambda: None, lambda hw: True))
+
+    class Fine:
+        @hookimpl
+        def diode_known_hardware(self, register):
+            register("fine", HardwareInfo("Fine GPU", "nvidia"))
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Misspelled(), name="diode-misspelled")
+    pm.register(Fine(), name="diode-fine")
+    with caplog.at_level("WARNING", logger="diode_backend"):
+        plugins._drop_unknown_hooks(pm)
+    assert pm.get_plugin("diode-misspelled") is None and pm.get_plugin("diode-fine") is not None
+    assert "diode plugin diode-misspelled implements diode_register_scorer, which is no diode hook" in caplog.text
+    pm.check_pending()  # what is left passes pluggy's own check

@@ -12,7 +12,7 @@ from diode_backend import registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.model.novelty import fit_scale, nearest_distance, support_of
-from diode_backend.model.train import TrainOptions, train
+from diode_backend.offline.train import TrainOptions, train
 from diode_backend.problem import GemmProblem
 
 LINEAR = GemmProblem("mm", 4096, 4096, 4096, dtype="bfloat16", b_layout="col")

@@ -107,3 +107,11 @@ def test_parse_backends():
     assert parse_backends("DIODE") == (True, ())
     assert parse_backends("diode, aten,TRITON") == (True, ("ATEN", "TRITON"))
     assert parse_backends("ATEN,TRITON") == (False, ("ATEN", "TRITON"))
+
+
+def test_the_options_of_a_decision_default_as_the_option_table_says():
+    import dataclasses
+
+    from diode_backend.options import DiodeOptions
+
+    assert dataclasses.asdict(DiodeOptions()) == {spec.name: spec.default for spec in OPTIONS}

@@ -42,7 +42,7 @@ def test_without_triton_compiling_works_and_predict_says_what_it_needs(isolated_
     )
     done = subprocess.run([sys.executable, "-c", compile_linear], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout == "(8, 32)\n", done.stderr
-    predict = _WITHOUT_TRITON + "from diode_backend.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
+    predict = _WITHOUT_TRITON + "from diode_backend.offline.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
     done = subprocess.run(
         [sys.executable, "-c", predict, "predict", "--hardware", "h100", "mm", "64x64x64"],
         capture_output=True, text=True, timeout=120,

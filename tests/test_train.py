@@ -15,7 +15,7 @@ from diode_backend import registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.model.network import TimingModel
-from diode_backend.model.train import TrainOptions, ranking_loss, split_problems, train
+from diode_backend.offline.train import TrainOptions, ranking_loss, split_problems, train
 
 FAST = TrainOptions(hidden=16, ensemble=3, max_epochs=4, steps_per_epoch=15, problems_per_step=8, candidates=8, patience=10)
 
@@ -167,7 +167,7 @@ def test_held_out_families_are_left_out_and_the_halves_are_whole_families(tmp_pa
 def test_a_model_trained_on_baddbmm_scores_baddbmm(tmp_path):
     """baddbmm: a bmm with an addend; its ATen call is its own feature column."""
     from diode_backend.model.entries import manifest_entry
-    from diode_backend.model.train import write_model_manifest
+    from diode_backend.offline.train import write_model_manifest
 
     def as_baddbmm(record):
         configs = tuple(

@@ -11,10 +11,10 @@ import pytest
 import torch
 from synthetic_timings import H100, SPACE, synthetic_problems, write_dataset
 
-from diode_backend.cli import main
-from diode_backend.dataset import DatasetMeta, ProblemTimings, write_shard
+from diode_backend.offline.cli import main
+from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, write_shard
 from diode_backend.model.manifest import read_manifest
-from diode_backend.model.validate import (
+from diode_backend.offline.validate import (
     NearestProblemScorer,
     kendall_tau,
     reliability,
@@ -22,7 +22,7 @@ from diode_backend.model.validate import (
     spread,
     validate,
 )
-from diode_backend.model.validation_plots import regret_figure, regret_ticks, write_plots
+from diode_backend.offline.plots import regret_figure, regret_ticks, write_plots
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
 

@@ -68,6 +68,6 @@ def _on_utils(utils) -> None:
 
 @_never_raise
 def _on_select_algorithm(select_algorithm) -> None:
-    from .selector import patch_selector
+    from .benchmarked_choices import patch_autotuner
 
-    patch_selector(select_algorithm)
+    patch_autotuner(select_algorithm)

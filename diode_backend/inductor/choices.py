@@ -14,9 +14,10 @@ from typing import Any
 from torch._inductor import config
 from torch._inductor.choices import InductorChoices
 
-from .. import __version__, counters, registry
+from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
-from .decide import GemmContext, diode_requested, rank_template_choices, resolve_context
+from .context import GemmContext, diode_requested, resolve_context
+from .group_configs import keep_group_configs
 
 _context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
 
@@ -49,7 +50,7 @@ class DiodeChoicesMixin:
         context = _context.get()
         if context is None:
             return ktcs
-        return _guarded(lambda: rank_template_choices(ktcs, context), fallback=ktcs)
+        return _guarded(lambda: keep_group_configs(ktcs, context), fallback=ktcs)
 
 
 class DiodeChoices(DiodeChoicesMixin, InductorChoices):
@@ -61,14 +62,11 @@ def model_identity() -> str:
     if not diode_requested():
         return "inactive"
     try:
-        import torch
-
         from .options import current_options
 
         options = current_options()
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        hardware = registry.detect_hardware(device)
-        entry = registry.pick_entry(hardware, options.diode_model) if hardware else None
+        hardware = registry.detect_hardware(catalog.default_device())
+        entry = catalog.pick_entry(hardware, options.diode_model) if hardware else None
         if entry is None:
             return "none"
         return f"{entry.name}:{entry.identity or registry.load_scorer(entry).identity}"
@@ -102,13 +100,3 @@ def _search_space(context: GemmContext | None):
         return
     with config.patch(max_autotune_gemm_search_space=context.options.diode_search_space):
         yield
-
-
-def refresh_choices_handler() -> None:
-    """Make the next compile in this thread build its choices object from
-    ``config.inductor_choices_class`` again (Inductor builds it once per thread)."""
-    from torch._inductor import virtualized
-
-    key = virtualized._choices._key
-    if hasattr(virtualized.threadlocal, key):
-        delattr(virtualized.threadlocal, key)

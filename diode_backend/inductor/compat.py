@@ -1,11 +1,15 @@
-"""Version shims: the places where torch 2.11 (GPU machines) and 2.13 differ internally.
+"""Every private Inductor call DIODE makes outside the documented seams, with the torch versions it
+was checked on: the places where torch 2.11 (GPU machines) and 2.13 differ internally, and those
+where they agree but nothing public offers the same.
 
-Each shim names the versions it covers; tests/test_inductor_compat.py exercises them.
+Each shim names the versions it covers; tests/test_inductor_compat.py and
+tests/test_inductor_configs.py exercise them.
 """
 
 from __future__ import annotations
 
 import inspect
+import types
 from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
@@ -52,3 +56,32 @@ def set_in_code(entry: Any) -> bool:
     if isinstance(value, ContextVar):
         value = value.get()
     return value is not _UNSET_SENTINEL
+
+
+def mm_template_configs(
+    template: str, op: str, search_space: str, mnk: tuple[int, int, int], dtype_bytes: int, smem_limit: int
+) -> list[Any]:
+    """Inductor's ``triton.Config`` list for a GEMM template, as max-autotune generates it: the
+    steps of ``BaseConfigHeuristic.preprocess_mm_configs`` with shared-memory pruning on (scale
+    block sizes to the shape, drop configs whose estimated shared memory exceeds ``smem_limit``
+    bytes, drop certain register spills in EXHAUSTIVE, clamp warps to the tile, deduplicate).
+
+    torch 2.11 and 2.13 alike: ``get_template_heuristic``, the heuristic's ``exhaustive_configs``
+    and ``mm_configs`` and its private ``_filter_configs``, ``_scale_mm_configs`` (which reads
+    size hints from the current graph, so plain ints get an empty graph handler),
+    ``get_shared_memory_estimation``, ``_prune_reg_spill_configs`` and ``_finalize_mm_configs``.
+    """
+    from torch._inductor.sizevars import SizeVarAllocator
+    from torch._inductor.template_heuristics.registry import get_template_heuristic
+    from torch._inductor.virtualized import V
+
+    heuristic = get_template_heuristic(template, "cuda", op)
+    configs = heuristic.exhaustive_configs if search_space == "EXHAUSTIVE" else heuristic.mm_configs
+    configs = heuristic._filter_configs(list(configs))
+    m, n, k = mnk
+    with V.set_graph_handler(types.SimpleNamespace(sizevars=SizeVarAllocator())):
+        scaled = heuristic._scale_mm_configs(m, n, k, configs, 1.0, False, lambda m, n, k: False)
+    scaled = [c for c in scaled if heuristic.get_shared_memory_estimation(c, dtype_bytes, False, 0) <= smem_limit]
+    if search_space == "EXHAUSTIVE":
+        scaled = heuristic._prune_reg_spill_configs(scaled)
+    return heuristic._finalize_mm_configs(scaled)

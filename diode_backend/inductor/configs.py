@@ -8,14 +8,12 @@ limit comes from the :class:`~diode_backend.problem.HardwareInfo` instead of the
 
 from __future__ import annotations
 
-import types
+from ..options import SEARCH_SPACES
 from ..problem import DTYPE_BYTES, KIND_ATEN, KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
+from .compat import mm_template_configs
 
-SEARCH_SPACES = ("DEFAULT", "EXHAUSTIVE")
 #: Inductor's Triton GEMM template for each op (addmm and baddbmm reuse mm and bmm's).
 TRITON_TEMPLATES = {"mm": "triton::mm", "addmm": "triton::mm", "bmm": "triton::bmm", "baddbmm": "triton::bmm"}
-#: The shared memory of an H100/H200 block (opt-in), used when the hardware does not say.
-_HOPPER_SHARED_MEMORY = 232448
 
 
 def aten_candidates(problem: GemmProblem) -> list[KernelConfig]:
@@ -37,31 +35,18 @@ def triton_candidates(
     ``hardware.shared_memory_per_block``, drop certain register spills (EXHAUSTIVE only), clamp
     warps to the tile and deduplicate.
     """
-    from torch._inductor.sizevars import SizeVarAllocator
-    from torch._inductor.template_heuristics.registry import get_template_heuristic
-    from torch._inductor.virtualized import V
-
     if search_space not in SEARCH_SPACES:
-        raise ValueError(f"search_space must be one of {SEARCH_SPACES}, not {search_space!r}")
+        raise ValueError(f"search_space must be one of {', '.join(SEARCH_SPACES)}, not {search_space!r}")
     try:
         import triton  # noqa: F401  Inductor's heuristics build triton.Config objects
     except ImportError:
         raise ValueError("Inductor's Triton configs need triton: pip install 'diode-backend[triton]' (Linux)") from None
     template = TRITON_TEMPLATES[problem.op]
-    heuristic = get_template_heuristic(template, "cuda", problem.op)
-    configs = heuristic.exhaustive_configs if search_space == "EXHAUSTIVE" else heuristic.mm_configs
-    configs = heuristic._filter_configs(list(configs))
-    smem_limit = hardware.shared_memory_per_block or _HOPPER_SHARED_MEMORY
-    dtype_size = DTYPE_BYTES[problem.dtype]
-    # _scale_mm_configs reads size hints from the current graph; plain ints need no graph
-    with V.set_graph_handler(types.SimpleNamespace(sizevars=SizeVarAllocator())):
-        scaled = heuristic._scale_mm_configs(
-            problem.m, problem.n, problem.k, configs, 1.0, False, lambda m, n, k: False
-        )
-    scaled = [c for c in scaled if heuristic.get_shared_memory_estimation(c, dtype_size, False, 0) <= smem_limit]
-    if search_space == "EXHAUSTIVE":
-        scaled = heuristic._prune_reg_spill_configs(scaled)
-    return [_kernel_config(template, c) for c in heuristic._finalize_mm_configs(scaled)]
+    configs = mm_template_configs(
+        template, problem.op, search_space, (problem.m, problem.n, problem.k), DTYPE_BYTES[problem.dtype],
+        hardware.shared_memory_limit,
+    )
+    return [_kernel_config(template, c) for c in configs]
 
 
 def candidate_space(

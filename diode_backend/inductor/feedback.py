@@ -1,11 +1,12 @@
-"""Collect the timings Inductor measures while a real program compiles with max-autotune.
+"""Watch the timings Inductor measures while a program compiles with max-autotune.
 
 Inductor calls its feedback savers (``select_algorithm.add_feedback_saver``, the same on torch
 2.11 and 2.13) after it benchmarks the choices of an op, with each choice's time in
-milliseconds. :func:`record_inductor_timings` installs one saver for the ``with`` block and turns
-every GEMM it sees into a :class:`~diode_backend.dataset.ProblemTimings` (microseconds): the
-problem described as DIODE describes it inside ``torch.compile`` (:mod:`.convert`), and every
-candidate, whatever its kind (Triton templates, ATen, C++ templates on CPU, ...).
+milliseconds. :func:`observe_autotuning` installs one saver for the ``with`` block and hands
+every GEMM it sees to a callback as an :class:`ObservedGemm` (microseconds): the problem as
+DIODE describes it inside ``torch.compile`` (:mod:`.convert`) and every candidate, whatever its
+kind (Triton templates, ATen, C++ templates on CPU, ...). ``diode collect feedback``
+(:mod:`diode_backend.offline.collect.feedback`) turns them into dataset records.
 """
 
 from __future__ import annotations
@@ -18,101 +19,78 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import counters
-from ..dataset import ProblemTimings
 from ..problem import GemmProblem, KernelConfig
 from .convert import UnsupportedProblem, config_from_choice, problem_from_inputs
 
 
-@dataclass
-class FeedbackRecord:
-    """What a ``with record_inductor_timings()`` block saw: the GEMMs it could describe
-    (``problems``) and, for the others, the op name and why not (``skipped``)."""
+@dataclass(frozen=True)
+class ObservedGemm:
+    """One GEMM Inductor benchmarked: its candidates that ran and their times (microseconds),
+    how many did not run (``failed``), and Inductor's choice object of each candidate."""
 
-    split: str = "train"
-    problems: list[ProblemTimings] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    #: with ``keep_choices``: each problem's Inductor choices by config, to run them again
-    choices: dict[GemmProblem, dict[KernelConfig, Any]] | None = None
-    #: called with each problem as it is recorded (``ShardWriter.add``: kept on disk as it goes)
-    sink: Callable[[ProblemTimings], None] | None = None
-
-    def save(self, timings: dict, name: str, input_nodes: list, choices: list, *_: Any) -> None:
-        """The feedback saver: Inductor passes ``{choice: milliseconds}``, the op name, its
-        input IR nodes and the choices (then a profiling thunk and precompile times, unused)."""
-        try:
-            item = self._describe(timings, name, input_nodes, choices)
-        except UnsupportedProblem as err:
-            self.skipped.append((name, str(err)))
-            return
-        except Exception as err:  # never let collection break the user's compile
-            counters.record_error("feedback", err)
-            self.skipped.append((name, f"{type(err).__name__}: {err}"))
-            return
-        self.problems.append(item)
-        if self.sink is not None:
-            try:
-                self.sink(item)
-            except Exception as err:  # a failed write: the writer retries at its next flush
-                counters.record_error("feedback_sink", err)
-
-    def _describe(self, timings: dict, name: str, input_nodes: list, choices: list) -> ProblemTimings:
-        from torch._inductor.kernel_inputs import MMKernelInputs
-
-        if len(input_nodes) < 2:
-            raise UnsupportedProblem("unsupported_op", f"{name} has {len(input_nodes)} inputs")
-        inputs = MMKernelInputs(list(input_nodes), out_dtype=choices[0].layout.dtype)
-        problem = problem_from_inputs(inputs, name)
-        configs, times, failed = [], [], 0
-        for choice, ms in timings.items():
-            if not 0.0 < ms < math.inf:  # did not run; a shard holds finite positive times only
-                failed += 1
-                continue
-            configs.append(_config_of(choice))
-            times.append(ms * 1000.0)
-            if self.choices is not None:
-                self.choices.setdefault(problem, {})[configs[-1]] = choice
-        return ProblemTimings(
-            problem=problem,
-            configs=tuple(configs),
-            times_us=tuple(times),
-            split=self.split,
-            generator="feedback",
-            source="feedback",
-            space="observed",
-            failed=failed,
-        )
+    problem: GemmProblem
+    configs: tuple[KernelConfig, ...]
+    times_us: tuple[float, ...]
+    failed: int = 0
+    choices: dict[KernelConfig, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @contextlib.contextmanager
-def record_inductor_timings(
-    split: str = "train", keep_choices: bool = False, sink: Callable[[ProblemTimings], None] | None = None
-) -> Iterator[FeedbackRecord]:
-    """Record every GEMM that Inductor autotunes inside the block (``keep_choices``: also keep
-    Inductor's choice objects, for :func:`choice_launcher`; ``sink``: also hand each problem
-    to it as it is recorded, e.g. ``ShardWriter.add``).
+def observe_autotuning(
+    on_gemm: Callable[[ObservedGemm], None], on_skip: Callable[[str, str], None]
+) -> Iterator[None]:
+    """Call ``on_gemm`` for every GEMM Inductor autotunes inside the block, and
+    ``on_skip(op_name, why)`` for each op it benchmarks that DIODE cannot describe.
 
     Inductor's FX-graph and autotuning caches are switched off inside the block, so that each
     compiled GEMM is benchmarked in this process rather than replayed from disk; a function
     that Dynamo already compiled in this process is not compiled again (``torch._dynamo.reset()``
-    first if needed). Use with ``mode="max-autotune"`` (or ``max_autotune_gemm=True``)::
-
-        with record_inductor_timings() as record:
-            torch.compile(model, mode="max-autotune-no-cudagraphs")(x)
-        # record.problems: one ProblemTimings per GEMM (``diode collect feedback`` saves them)
+    first if needed). Use with ``mode="max-autotune"`` (or ``max_autotune_gemm=True``).
     """
     from torch._inductor import config
     from torch._inductor.select_algorithm import get_algorithm_selector_cache
 
-    record = FeedbackRecord(split=split, choices={} if keep_choices else None, sink=sink)
+    def save(timings: dict, name: str, input_nodes: list, choices: list, *_: Any) -> None:
+        # Inductor passes {choice: milliseconds}, the op name, its input IR nodes and the
+        # choices (then a profiling thunk and precompile times, unused)
+        try:
+            gemm = _describe(timings, name, input_nodes, choices)
+        except UnsupportedProblem as err:
+            on_skip(name, str(err))
+            return
+        except Exception as err:  # never let collection break the user's compile
+            counters.record_error("feedback", err)
+            on_skip(name, f"{type(err).__name__}: {err}")
+            return
+        on_gemm(gemm)
+
     cache = get_algorithm_selector_cache()
-    cache.add_feedback_saver(record.save)
+    cache.add_feedback_saver(save)
     try:
         with config.patch(fx_graph_cache=False, autotune_local_cache=False):
-            yield record
+            yield
     finally:
         # Inductor offers only clear_feedback_savers(), which would drop other savers too
-        if record.save in cache.feedback_saver_fns:
-            cache.feedback_saver_fns.remove(record.save)
+        if save in cache.feedback_saver_fns:
+            cache.feedback_saver_fns.remove(save)
+
+
+def _describe(timings: dict, name: str, input_nodes: list, choices: list) -> ObservedGemm:
+    from torch._inductor.kernel_inputs import MMKernelInputs
+
+    if len(input_nodes) < 2:
+        raise UnsupportedProblem("unsupported_op", f"{name} has {len(input_nodes)} inputs")
+    inputs = MMKernelInputs(list(input_nodes), out_dtype=choices[0].layout.dtype)
+    problem = problem_from_inputs(inputs, name)
+    configs, times, failed, by_config = [], [], 0, {}
+    for choice, ms in timings.items():
+        if not 0.0 < ms < math.inf:  # did not run; a shard holds finite positive times only
+            failed += 1
+            continue
+        configs.append(_config_of(choice))
+        times.append(ms * 1000.0)
+        by_config[configs[-1]] = choice
+    return ObservedGemm(problem, tuple(configs), tuple(times), failed, by_config)
 
 
 def choice_launcher(choice: Any, inputs: Sequence[Any], out: Any) -> Callable[[], Any] | None:

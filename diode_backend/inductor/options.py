@@ -80,3 +80,12 @@ def current_options() -> DiodeOptions:
         if not set_in_code(config._config[name]):
             raise DiodeOptionError(error)
     return DiodeOptions.from_values(lambda name: getattr(config, name))
+
+
+def effective_options() -> dict[str, Any]:
+    """``max_autotune_gemm_backends`` and every diode option as Inductor's config holds them now
+    (unvalidated: what the user set, for ``diode_backend.status()``)."""
+    from torch._inductor import config
+
+    values = {spec.name: getattr(config, spec.name) for spec in OPTIONS}
+    return {"max_autotune_gemm_backends": config.max_autotune_gemm_backends, **values}

@@ -5,9 +5,9 @@ calibration on held-out problems.
 per-member predictions (a scorer multiplies it by the problem's familiarity,
 :mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest candidate is, by the
 ensemble mean, within 5% of the mean's fastest (agreement), and ``1 - exp(-gap / log 1.05)``
-where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation).
-On H100 data the agreement alone hardly told hits from misses (the members share the model's
-bias), while misses concentrated where the predicted top was crowded. The calibration, stored in
+where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation):
+the members share the model's bias, so their agreement alone says little, and a crowded
+predicted top is where picks go wrong (docs/decisions.md). The calibration, stored in
 the checkpoint as ``{"edges": [...], "values": [...]}``, maps ``raw`` piecewise-linearly
 (:func:`calibrate`) to the probability that the mean's pick is truly within 5% of the fastest.
 """
@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-#: A pick within this fraction of the fastest time counts as right.
-TOLERANCE = 0.05
+#: A pick within this fraction of the fastest time is a hit: what the confidence is the
+#: probability of (sweep.ACCURACY_TOLERANCE is about numerical results, not times).
+HIT_TOLERANCE = 0.05
 
 
 def confidence_raw(member_log_times: torch.Tensor) -> float:
@@ -31,9 +32,9 @@ def confidence_raw(member_log_times: torch.Tensor) -> float:
     if mean.numel() < 2:
         return 1.0
     picks = member_log_times.argmin(1)
-    agreement = float((mean[picks] <= mean.min() + math.log1p(TOLERANCE)).double().mean())
+    agreement = float((mean[picks] <= mean.min() + math.log1p(HIT_TOLERANCE)).double().mean())
     best, runner_up = torch.topk(mean, 2, largest=False).values.tolist()
-    return agreement * (1.0 - math.exp(-(runner_up - best) / math.log1p(TOLERANCE)))
+    return agreement * (1.0 - math.exp(-(runner_up - best) / math.log1p(HIT_TOLERANCE)))
 
 
 def calibrate(calibration: Mapping[str, Sequence[float]], raw: float) -> float:

@@ -98,7 +98,7 @@ def broken_manifests() -> dict[Path, str]:
 
 
 def forget_broken_manifests() -> None:
-    """Forget what earlier scans found (``registry.clear``: the next scan starts afresh)."""
+    """Forget what earlier scans found (``catalog.clear``: the next scan starts afresh)."""
     _broken.clear()
 
 

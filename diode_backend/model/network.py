@@ -95,9 +95,8 @@ class FrozenTimingModel:
     The first layer of all members runs as one matrix product (weights ``[F, E*H]``) over the
     columns that vary between rows (the others are folded into its bias), later layers as
     batched products on a strided view, activations in place, the last layer as
-    ``[1, H] @ [H, n]`` per member (torch's ``[n, H] @ [H, 1]`` takes three times as long). The
-    intermediate buffers are kept per thread and reused: fresh megabyte buffers on every call
-    page-fault (up to 900 faults a call on one CPU core, doubling the forward's time).
+    ``[1, H] @ [H, n]`` per member (faster in torch than ``[n, H] @ [H, 1]``). The intermediate
+    buffers are kept per thread and reused: fresh megabyte buffers on every call page-fault.
 
     The weights are copied when this is built: build it from a loaded model, not during
     training. The returned tensor is new on every call (never a view of the kept buffers).

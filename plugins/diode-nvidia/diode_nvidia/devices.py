@@ -8,12 +8,12 @@ the others come from NVIDIA's datasheets and CUDA's per-architecture limits.
 
 from __future__ import annotations
 
-from diode_backend.problem import HardwareInfo
+from diode_backend.problem import HOPPER_SHARED_MEMORY_PER_BLOCK, HardwareInfo
 
 from .datasheets import peaks_for
 
 _MIB = 2**20
-_HOPPER_SMEM = 232448  # 227 KiB opt-in per block, sm_90
+_HOPPER_SMEM = HOPPER_SHARED_MEMORY_PER_BLOCK  # 227 KiB opt-in per block, sm_90
 _AMPERE_SMEM = 166912  # 163 KiB, sm_80
 _ADA_SMEM = 101376  # 99 KiB, sm_86 / sm_89
 

@@ -1,4 +1,0 @@
-"""Timing collection: problems to time (``shapes``), the candidate kernels (``kernel``), how a
-pair is timed (``timing``), the GPU sweep (``sweep``), Inductor's own timings
-(``diode_backend.inductor.feedback``) and the fidelity check between the two (``fidelity``).
-See docs/collect.md."""

@@ -1,0 +1,130 @@
+"""``diode train``: train a timing model on a dataset's training problems."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+_OPTION_HELP = {
+    "hidden": "hidden units per layer",
+    "layers": "hidden layers",
+    "ensemble": "ensemble members (their agreement is the confidence)",
+    "max_epochs": "most epochs",
+    "patience": "stop after this many epochs without a lower loss on the early-stopping problems",
+    "steps_per_epoch": "optimiser steps per epoch",
+    "problems_per_step": "problems per step",
+    "candidates": "candidates drawn per problem per step",
+    "learning_rate": "AdamW learning rate (cosine decay over max-epochs)",
+    "listwise_weight": "weight of the ranking (listwise) term against the MSE of log times",
+    "temperature": "listwise softmax temperature, natural-log units of time",
+    "holdout_fraction": "training problems held out: half for early stopping, all for calibrating the confidence",
+    "seed": "seed of initialisation, sampling and the hold-out split",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..train_options import TrainOptions
+
+    parser = subparsers.add_parser(
+        "train",
+        help="train a timing model on collected timings",
+        description="Train a timing model on the 'train' problems of one or more datasets "
+        "(`diode collect` output; validation problems are never used) and write a model folder: "
+        "model.pt and manifest.json, usable at once through DIODE_MODELS_PATH or "
+        "`diode_model=<folder>`. A fraction of the training problems is held out for early "
+        "stopping and for calibrating the confidence. The training state is saved after every "
+        "epoch (model.pt.state); --resume continues an interrupted run to the same result.",
+        epilog="example: diode train timings/ --output models/my-h100",
+    )
+    parser.add_argument("data", nargs="+", type=Path, help="dataset shard files or directories")
+    parser.add_argument("--output", "-o", type=Path, required=True, help="model folder to write")
+    parser.add_argument("--name", help="model name in the manifest (default: the folder's name)")
+    parser.add_argument(
+        "--hardware-match",
+        action="append",
+        metavar="TEXT",
+        help="device-name text the model is picked for automatically, repeatable (default: the "
+        "dataset's full device name)",
+    )
+    parser.add_argument("--priority", type=int, default=10, help="priority among models that apply (default 10)")
+    parser.add_argument(
+        "--holdout-families",
+        metavar="A,B,...",
+        default="",
+        help="model families to leave out of training, early stopping and calibration, so that "
+        "`diode validate --families held-out` measures them as unseen (a family is a problem's "
+        "generator without its 'zoo:' prefix; `diode dataset info` lists the generators)",
+    )
+    parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    defaults = TrainOptions()
+    for field in dataclasses.fields(TrainOptions):
+        if field.name in _OPTION_HELP:
+            default = getattr(defaults, field.name)
+            parser.add_argument(
+                f"--{field.name.replace('_', '-')}",
+                type=type(default),
+                default=default,
+                help=f"{_OPTION_HELP[field.name]} (default {default})",
+            )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ... import registry
+    from ..dataset import load_dataset
+    from ..families import check_families, parse_families, without_families
+    from ..train import TrainOptions, inference_hardware, train, write_model_manifest
+    from . import CommandError, UsageError
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dataset = load_dataset(args.data)
+    problems = dataset.split("train")
+    if not problems:
+        raise CommandError(f"{', '.join(map(str, args.data))}: no problems tagged 'train'")
+    held_out: list[str] = []
+    if args.holdout_families:
+        try:
+            held_out = check_families(dataset.problems, parse_families(args.holdout_families))
+        except ValueError as err:
+            raise UsageError(f"--holdout-families: {err}") from None
+        if not without_families(problems, held_out):
+            raise UsageError("--holdout-families: that leaves no training problem")
+    hardware = inference_hardware(dataset.hardware)
+    extractor = registry.feature_extractors()["gemm"]
+    options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})
+    result = train(
+        problems, hardware, extractor, args.output / "model.pt", options, resume=args.resume,
+        holdout_families=held_out, progress=sys.stderr,  # the stream of now, not of import time
+    )  # fmt: skip
+    manifest = write_model_manifest(
+        args.output,
+        name=args.name or args.output.resolve().name,
+        hardware_match=args.hardware_match or [hardware.name],
+        problems=without_families(problems, held_out),
+        description=f"timing model trained by `diode train` without the families {', '.join(held_out)}" if held_out else "",
+        priority=args.priority,
+    )
+    summary = {**dataclasses.asdict(result), "checkpoint": str(result.checkpoint), "manifest": str(manifest)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(
+        f"trained {result.epochs} epochs in {result.seconds:.0f} s (best: epoch {result.best_epoch}, "
+        f"held-out top-1 regret {result.holdout_top1_regret:.4f}) on {result.train_problems} problems"
+    )
+    if held_out:
+        print(f"held out families: {', '.join(held_out)}")
+    if result.unusable_problems:
+        print(f"left out {result.unusable_problems} training problems with fewer than two timed candidates")
+    print(f"wrote {result.checkpoint} and {manifest}")
+    families = " --split all --families held-out" if held_out else ""
+    print(f"next: diode validate {args.output} {' '.join(map(str, args.data))}{families}")
+    return 0

@@ -1,0 +1,261 @@
+"""``diode validate``: judge a model on validation problems against the baselines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Report figures copied into a model's manifest by --update-manifest.
+_MANIFEST_METRICS = (
+    ("top1_regret_geomean", ("scorers", "model", "top1_regret", "geomean")),
+    ("top1_regret_p90", ("scorers", "model", "top1_regret", "p90")),
+    ("top1_regret_worst", ("scorers", "model", "top1_regret", "worst")),
+    ("top5_regret_geomean", ("scorers", "model", "top5_regret", "geomean")),
+    ("top10_regret_geomean", ("scorers", "model", "top10_regret", "geomean")),
+    ("kendall_tau_median", ("scorers", "model", "kendall_tau", "median")),
+    ("rmse_log", ("scorers", "model", "rmse_log")),
+    ("mape", ("scorers", "model", "mape")),
+    ("calibration_ece", ("calibration", "ece")),
+    ("confidence_auroc", ("calibration", "auroc")),
+    ("analytical_top1_regret_geomean", ("scorers", "analytical", "top1_regret", "geomean")),
+    ("inductor_default_top1_regret_geomean", ("baselines", "inductor_default", "top1_regret", "geomean")),
+    ("aten_top1_regret_geomean", ("baselines", "aten", "top1_regret", "geomean")),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="judge a model on held-out problems against the baselines",
+        description="Rank every validation problem's measured candidates with MODEL and report "
+        "log-time RMSE, MAPE, per-problem Kendall tau, top-1/5/10 regret (the fastest measured "
+        "time among the top k over the fastest of all), the same figures for the baselines (the "
+        "analytical scorer, the nearest training problem, Inductor's max-autotune DEFAULT list "
+        "and ATen alone), a reliability table of the confidence with its expected calibration "
+        "error and AUROC, and whether the targets are met; then the model's figures per workload "
+        "class and per model family. Problems of the 'train' split are the "
+        "nearest-neighbour baseline's lookup table, never scored.",
+        epilog="example: diode validate models/my-h100 timings/ --report report.json --plots plots/",
+    )
+    parser.add_argument("model", help="a model name (`diode models`), a model folder or a .pt file")
+    parser.add_argument("data", nargs="+", type=Path, help="dataset shard files or directories")
+    parser.add_argument(
+        "--split",
+        default="validation",
+        choices=("validation", "train", "all"),
+        help="which problems to score (default validation; 'all' for a dataset recorded from "
+        "your own program's max-autotune run)",
+    )
+    parser.add_argument(
+        "--families",
+        metavar="A,B,...",
+        default="",
+        help="score only these model families' problems (of --split; with --split all, a "
+        "family held out from training is validated whole), and leave them out of the "
+        "nearest-neighbour lookup; 'held-out' names the families MODEL's training left out",
+    )
+    parser.add_argument(
+        "--train-data",
+        nargs="+",
+        type=Path,
+        help="datasets whose 'train' problems the nearest-neighbour baseline looks up (default: DATA)",
+    )
+    parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list (imports Inductor)")
+    parser.add_argument("--report", type=Path, help="write the full JSON report here")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib: pip install 'diode-backend[plots]')")
+    parser.add_argument(
+        "--update-manifest",
+        action="store_true",
+        help="copy the headline figures into MODEL's manifest.json (MODEL must be a model folder)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 1 when the model misses a target (a bound on a figure, or beating every baseline)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ... import catalog, registry
+    from ..dataset import load_dataset
+    from ..families import check_families, of_families, parse_families, without_families
+    from ..train import inference_hardware
+    from ..validate import validate
+    from . import CommandError, UsageError
+
+    dataset = load_dataset(args.data)
+    problems = dataset.problems if args.split == "all" else dataset.split(args.split)
+    if not problems:
+        raise CommandError(f"{', '.join(map(str, args.data))}: no problems in split {args.split!r}")
+    hardware = inference_hardware(dataset.hardware)
+    entry = catalog.pick_entry(hardware, args.model)
+    scorer = registry.load_scorer(entry)
+    manifest = getattr(entry, "manifest", None)
+    if manifest is not None and not manifest.applies_to(hardware):
+        meant = ", ".join(manifest.hardware) or "no hardware by itself"
+        print(
+            f"diode validate: warning: {entry.name} is meant for {meant}, but the data was measured on "
+            f"{hardware.name}: its figures say how it ranks that device's kernels, which it never saw",
+            file=sys.stderr,
+        )
+    training = getattr(getattr(scorer, "checkpoint", None), "training", {})
+    train_problems = (load_dataset(args.train_data) if args.train_data else dataset).split("train")
+    families: list[str] = []
+    if args.families:
+        names = training.get("holdout_families", []) if args.families == "held-out" else parse_families(args.families)
+        if not names:
+            raise UsageError(f"--families held-out: {args.model} was trained without held-out families")
+        try:
+            families = check_families(dataset.problems, names)
+        except ValueError as err:
+            raise UsageError(f"--families: {err}") from None
+        problems = of_families(problems, families)
+        if not problems:
+            raise UsageError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
+        train_problems = without_families(train_problems, families)
+    default_candidates = None
+    if not args.no_default_baseline:
+
+        def default_candidates(problem):
+            return registry.candidate_configs(problem, hardware, "DEFAULT") or []
+
+    report = validate(
+        scorer, problems, hardware, train_problems=train_problems, default_candidates=default_candidates,
+        progress=_progress if sys.stderr.isatty() else None,
+    )  # fmt: skip
+    report["model"] = {
+        "name": entry.name,
+        "identity": scorer.identity,
+        "holdout_families": training.get("holdout_families", []),
+    }
+    report["families_selected"] = families
+    report["data"] = [str(path) for path in args.data]
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(_strict(report), indent=2, allow_nan=False) + "\n")
+    if args.plots:
+        from ..plots import write_plots
+
+        written = write_plots(report, args.plots)
+        print("plots: " + (", ".join(map(str, written)) if written else "skipped (matplotlib is not installed: pip install 'diode-backend[plots]')"), file=sys.stderr)
+    if args.update_manifest:
+        _update_manifest(Path(args.model), report)
+    if args.json:
+        print(json.dumps(_strict(report), indent=2, allow_nan=False))
+    else:
+        print_summary(report)
+    missed = [name for name, target in report["targets"].items() if not target["met"]]
+    if args.strict and missed:
+        print(f"diode validate: {entry.name} misses the targets {', '.join(missed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def print_summary(report: dict[str, Any]) -> None:
+    """The report's figures as a table: scorers and baselines in columns."""
+    columns = {**report["scorers"], **report["baselines"]}
+    rows = [("rmse_log", "rmse(log)"), ("mape", "MAPE %"), ("kendall_tau.median", "tau median")]
+    rows += [(f"top{k}_regret.{s}", f"top-{k} {s}") for k in (1, 5, 10) for s in ("geomean", "p90", "worst")]
+    print(f"{report['problems']} problems, {report['candidates']} candidates on {report['hardware']}")
+    print(f"{'':16}" + "".join(f"{name[:17]:>18}" for name in columns))
+    for path, label in rows:
+        print(f"{label:16}" + "".join(f"{_figure(_lookup(figures, path.split('.')), 4):>18}" for figures in columns.values()))
+    calibration = report.get("calibration")
+    if calibration:
+        trusted = calibration["trusted"]
+        print(
+            f"confidence: mean {_figure(calibration['mean_confidence'], 3)}, hit rate {_figure(calibration['hit_rate'], 3)}, "
+            f"ECE {_figure(calibration['ece'], 3)}, AUROC {_figure(calibration['auroc'], 3)}; {trusted['problems']} "
+            f"at confidence >= {trusted['threshold']}, worst top-1 {_figure(trusted['top1_regret_worst'], 3)}"
+        )
+    print_groups("workload class", report["by_class"])
+    print_groups("family", report["by_family"])
+    for name, target in report["targets"].items():
+        if "value" in target:
+            print(f"target {name} {target['target']}: {_figure(target['value'], 4)} {'met' if target['met'] else 'MISSED'}")
+    losses = report["targets"]["better_than_every_baseline"]["losses"]
+    print("better than every baseline: " + ("yes" if not losses else f"no, {len(losses)} figures lose:"))
+    for loss in losses:
+        print(f"  {loss['figure']}: model {_figure(loss['model'], 4)} vs {loss['baseline']} {_figure(loss['baseline_value'], 4)}")
+
+
+def _strict(value: Any) -> Any:
+    """The report as strict JSON holds it: ``null`` for a figure that is not a number."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_strict(inner) for inner in value]
+    return value
+
+
+def _figure(value: Any, digits: int) -> str:
+    """A report figure for the text summary: ``-`` where there is none (absent, or not a number,
+    such as the AUROC of picks that never missed)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}" if math.isfinite(value) else "-"
+
+
+#: The columns of the per-class and per-family tables: (heading, report path).
+_GROUP_COLUMNS = (
+    ("problems", ("problems",)),
+    ("top-1 geo", ("scorers", "model", "top1_regret", "geomean")),
+    ("top-1 p90", ("scorers", "model", "top1_regret", "p90")),
+    ("top-1 worst", ("scorers", "model", "top1_regret", "worst")),
+    ("top-5 geo", ("scorers", "model", "top5_regret", "geomean")),
+    ("top-10 geo", ("scorers", "model", "top10_regret", "geomean")),
+    ("tau median", ("scorers", "model", "kendall_tau", "median")),
+    ("DEFAULT geo", ("baselines", "inductor_default", "top1_regret", "geomean")),
+    ("hit rate", ("calibration", "hit_rate")),
+    ("ECE", ("calibration", "ece")),
+    ("AUROC", ("calibration", "auroc")),
+    ("trusted", ("calibration", "trusted", "problems")),
+    ("trusted worst", ("calibration", "trusted", "top1_regret_worst")),
+)
+
+
+def print_groups(title: str, groups: dict[str, Any]) -> None:
+    """The model's figures per group (workload class, family), one row each."""
+    print(
+        f"\nby {title} (model; DEFAULT: best of Inductor's DEFAULT list; trusted: picks at or above "
+        "the default confidence threshold, which fast_autotune compiles alone)"
+    )
+    print(f"{title:24}" + "".join(f"{heading:>14}" for heading, _ in _GROUP_COLUMNS))
+    for name, figures in groups.items():
+        print(f"{name[:23]:24}" + "".join(f"{_figure(_lookup(figures, list(path)), 3):>14}" for _, path in _GROUP_COLUMNS))
+
+
+def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
+    import dataclasses
+
+    from ...model.manifest import read_manifest, write_manifest
+    from . import UsageError
+
+    if not folder.is_dir():
+        raise UsageError(f"--update-manifest: {folder} is not a model folder")
+    manifest = read_manifest(folder)
+    # a figure that is not a number (no misses, so no AUROC) is left out rather than written as NaN
+    metrics = {name: _lookup(report, list(path)) for name, path in _MANIFEST_METRICS}
+    metrics["validation_problems"] = report["problems"]
+    write_manifest(dataclasses.replace(manifest, metrics={k: v for k, v in metrics.items() if v is not None and v == v}), folder)
+
+
+def _lookup(data: Any, path: list[str]) -> Any:
+    for part in path:
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\rvalidating {done}/{total}" + ("\n" if done == total else ""))
+    sys.stderr.flush()

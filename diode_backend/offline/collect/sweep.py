@@ -1,0 +1,433 @@
+"""The fast GPU sweep: compile each Triton config once per specialization, then time it on every
+problem that shares the kernel, with ATen (cuBLAS) in every problem.
+
+One parent process compiles in a pool of CPU workers (Triton's ``warmup``, which fills Triton's
+on-disk cache) while one GPU worker per device, started with ``torch.multiprocessing``, takes the
+next problem of the shared list as soon as its kernels are compiled, times all its candidates
+(:mod:`.timing`) and appends the result to the dataset (``ShardWriter``, a shard tag per GPU).
+Problems already in the output directory are skipped, so an interrupted run resumes.
+
+One module because the parent's scheduling and the workers' compile-and-time loop exchange
+the same work units and must change together.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import signal
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..dataset import DatasetMeta, ProblemTimings, ShardWriter, collected_problems
+from ...problem import KIND_ATEN, GemmProblem, KernelConfig
+from . import kernel
+from .plan import PlannedProblem
+from ..progress import Progress
+from .timing import Timer, TimingMethod, make_timer
+
+#: Largest error (max |out - ref| / max |ref|) a candidate may show and still be timed.
+ACCURACY_TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "tf32": 5e-3}
+
+
+@dataclass
+class SweepReport:
+    """What a sweep measured and cost; times in seconds unless named ``_us``."""
+
+    problems: int = 0
+    pairs: int = 0
+    failed_pairs: int = 0
+    skipped_problems: int = 0
+    kernels: int = 0
+    kernel_failures: int = 0
+    compile_cpu_seconds: float = 0.0
+    timing_seconds: float = 0.0
+    wait_seconds: float = 0.0
+    load_seconds: float = 0.0  # of timing_seconds: loading compiled kernels from Triton's cache
+    wall_seconds: float = 0.0
+    graph_fallbacks: int = 0  # problems the graph timer could not capture (timed launch by launch)
+    host_us: dict[str, float] = field(default_factory=dict)  # median host time to issue a launch
+    retimed: list[tuple[float, float]] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The figures for benchmarks/results: throughput per second of GPU timing and the noise
+        floor (relative difference between two timings of the same pair, fresh inputs)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "retimed"}
+        out["pairs_per_timing_second"] = self.pairs / self.timing_seconds if self.timing_seconds else None
+        out["pairs_per_wall_second"] = self.pairs / self.wall_seconds if self.wall_seconds else None
+        if self.retimed:
+            diffs = sorted(abs(math.log(b / a)) for a, b in self.retimed if a > 0 and b > 0)
+            out["noise_pairs"] = len(diffs)
+            out["noise_median_rel"] = math.expm1(statistics.median(diffs))
+            out["noise_p90_rel"] = math.expm1(diffs[int(0.9 * (len(diffs) - 1))])
+        return out
+
+
+def run_sweep(
+    planned: Sequence[PlannedProblem],
+    output: str | os.PathLike,
+    meta: DatasetMeta,
+    *,
+    devices: Sequence[int] = (0,),
+    method: TimingMethod = TimingMethod(),
+    compile_workers: int | None = None,
+    max_seconds: float | None = None,
+    retime_every: int = 0,
+    progress: bool = True,
+) -> SweepReport:
+    """Time ``planned`` on ``devices`` into the dataset directory ``output`` and report.
+
+    :param max_seconds: stop taking new problems after this many seconds (what was timed is
+        kept; a rerun resumes).
+    :param retime_every: time every n-th problem a second time, with fresh inputs, to measure
+        the noise floor (the second timings are reported, not stored).
+    """
+    import torch.multiprocessing as mp
+
+    started = time.monotonic()
+    done = collected_problems(output)
+    todo = [p for p in planned if p.problem not in done]
+    report = SweepReport(skipped_problems=len(planned) - len(todo))
+    keys: dict[tuple, int] = {}
+    for item in todo:
+        for config in item.configs:
+            if config.kind != KIND_ATEN:
+                keys.setdefault(kernel.compile_key(item.problem, config), len(keys))
+    report.kernels = len(keys)
+    if not todo:
+        return report
+    ctx = mp.get_context("spawn")
+    manager = ctx.Manager()
+    ready = manager.dict()
+    counters = {name: ctx.Value("d", 0.0) for name in ("next", "done", "pairs")}
+    results = ctx.Queue()
+    workers = compile_workers or max(1, (os.cpu_count() or 2) - len(devices) - 1)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_compile_init)
+    compiled = {"count": 0, "cpu": 0.0}
+    stop = threading.Event()
+    feeder = threading.Thread(target=_compile_all, args=(pool, keys, ready, compiled, stop), daemon=True)
+    feeder.start()
+    deadline = None if max_seconds is None else time.time() + max_seconds
+    gpus = mp.start_processes(
+        _gpu_worker,
+        args=(list(devices), todo, keys, str(output), meta, method, ready, counters, results, deadline, retime_every),
+        nprocs=len(devices),
+        join=False,
+        start_method="spawn",
+    )
+    bar = Progress(total=len(todo), enabled=progress)
+    finished: list[dict] = []
+    # `timeout` and batch systems stop with SIGTERM: pass it on so that workers flush their shards
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        while True:
+            # read the workers' reports while they run: a worker cannot exit before what it
+            # put on the queue is read (a large report filled the pipe and hung the first runs)
+            finished += _drain(results)
+            if gpus.join(timeout=0.5):
+                break
+            bar.update(
+                int(counters["done"].value),
+                f"{int(counters['pairs'].value):,} pairs, kernels {compiled['count']:,}/{len(keys):,}",
+            )
+    except KeyboardInterrupt:
+        for process in gpus.processes:
+            process.terminate()
+        for process in gpus.processes:
+            process.join(30)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        # the feeder must not write to the manager once it is shut down (a broken pipe at exit)
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        feeder.join()
+        bar.close()
+    finished += _drain(results)
+    for worker in finished:
+        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "load_seconds", "graph_fallbacks"):
+            setattr(report, name, getattr(report, name) + worker[name])
+        report.host_us.update(worker["host_us"])
+        report.retimed.extend(worker["retimed"])
+        report.devices.append(worker["device"])
+    report.kernel_failures = sum(1 for error in ready.values() if error)
+    report.compile_cpu_seconds = compiled["cpu"]
+    report.wall_seconds = time.monotonic() - started
+    manager.shutdown()
+    return report
+
+
+# -- compilation (pool workers) ------------------------------------------------------------------
+
+
+def _compile_init() -> None:
+    # compile workers only need a device to ask Triton for its target: the first one is enough
+    os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+
+
+def _compile_one(index: int, key: tuple) -> tuple[int, str, float]:
+    started = time.process_time()
+    try:
+        kernel.compile_for(key)
+        error = ""
+    except Exception as err:  # recorded per kernel; its pairs count as failed
+        error = f"{type(err).__name__}: {err}"[:500] or "error"
+    return index, error, time.process_time() - started
+
+
+def _compile_all(
+    pool: ProcessPoolExecutor, keys: dict[tuple, int], ready, compiled: dict, stop: threading.Event
+) -> None:
+    futures = [pool.submit(_compile_one, index, key) for key, index in keys.items()]
+    for future in futures:
+        try:
+            index, error, cpu = future.result()
+        except Exception:  # pool shut down (the run ended early) or a worker died
+            return
+        if stop.is_set():
+            return
+        ready[index] = error
+        compiled["count"] += 1
+        compiled["cpu"] += cpu
+
+
+# -- timing (one process per GPU) ----------------------------------------------------------------
+
+
+def _drain(results) -> list[dict]:
+    out = []
+    while True:
+        try:
+            out.append(results.get_nowait())
+        except queue.Empty:
+            return out
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters, results, deadline, retime_every):
+    # stopped by the parent with SIGTERM: leave through the `with ShardWriter` block, which flushes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    device = devices[rank]
+    torch.cuda.set_device(device)
+    # every launch on one side stream: the graph timer captures there (never the default stream)
+    torch.cuda.set_stream(torch.cuda.Stream())
+    timer = make_timer(method)
+    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0, "load_seconds": 0.0}
+    stats["device"] = f"cuda:{device} {torch.cuda.get_device_name(device)}"
+    retimed: list[tuple[float, float]] = []
+    host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
+    kernels: dict[int, Any] = {}
+    known: dict[int, str] = {}
+    with ShardWriter(output, meta, tag=f"gpu{device}", every=8, seconds=20) as writer:
+        while deadline is None or time.time() < deadline:
+            with counters["next"].get_lock():
+                index = int(counters["next"].value)
+                counters["next"].value += 1
+            if index >= len(todo):
+                break
+            item = todo[index]
+            wanted = {keys[kernel.compile_key(item.problem, c)] for c in item.configs if c.kind != KIND_ATEN}
+            waited = time.perf_counter()
+            compiled = _wait_for_kernels(wanted, known, ready, deadline)
+            stats["wait_seconds"] += time.perf_counter() - waited
+            if not compiled:  # out of time while its kernels compile: a rerun times it
+                break
+            started = time.perf_counter()
+            load = lambda key: _load(key, keys, kernels, known, stats)  # noqa: E731
+            result, _ = time_problem(item, timer, load)
+            if retime_every and index % retime_every == 0:
+                again, _ = time_problem(item, timer, load)
+                first = dict(zip(result.configs, result.times_us))
+                retimed.extend((first[c], t) for c, t in zip(again.configs, again.times_us) if c in first)
+            stats["timing_seconds"] += time.perf_counter() - started
+            for config, host_us in zip(result.configs, timer.host_us):
+                host[KIND_ATEN if config.kind == KIND_ATEN else "triton"].append(host_us)
+            writer.add(result)
+            stats["problems"] += 1
+            stats["pairs"] += len(result.times_us)
+            stats["failed_pairs"] += result.failed
+            with counters["done"].get_lock():
+                counters["done"].value += 1
+                counters["pairs"].value += len(result.times_us)
+    stats["host_us"] = {f"{kind}_median": statistics.median(v) for kind, v in host.items() if v}
+    stats["graph_fallbacks"] = getattr(timer, "fallbacks", 0)
+    stats["retimed"] = retimed
+    results.put(stats)
+
+
+def _wait_for_kernels(wanted: set[int], known: dict[int, str], ready, deadline: float | None) -> bool:
+    """Wait until every kernel in ``wanted`` is compiled (or failed): False if ``deadline``
+    (``time.time()``) passes first. On a cold Triton cache a problem can wait minutes."""
+    while True:
+        known.update(ready.copy())
+        if wanted <= known.keys():
+            return True
+        if deadline is not None and time.time() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str], stats: dict):
+    index = keys[key]
+    if known.get(index):
+        raise RuntimeError(known[index])
+    if index not in kernels:
+        started = time.perf_counter()
+        kernels[index] = kernel.compile_for(key)  # a hit in Triton's disk cache
+        stats["load_seconds"] += time.perf_counter() - started
+    return kernels[index]
+
+
+# -- one problem ----------------------------------------------------------------------------------
+
+
+_generators: dict[str, torch.Generator] = {}
+
+
+def make_operands(problem: GemmProblem, device: str = "cuda") -> dict[str, torch.Tensor | None]:
+    """Fresh random normal inputs in ``problem``'s layouts, the output, and a float32 reference
+    (computed without TF32)."""
+    dtype, out_dtype = getattr(torch, problem.dtype), getattr(torch, problem.out_dtype)
+    batch = (problem.batch,) if problem.op in ("bmm", "baddbmm") else ()
+    # A generator of our own: a CUDA graph capture that fails (GraphTimer) can leave the default
+    # generator in capture mode, where every later draw from it raises.
+    generator = _generators.get(device)
+    if generator is None:
+        generator = _generators[device] = torch.Generator(device=device)
+        generator.seed()
+
+    def randn(*shape: int, dtype: torch.dtype = dtype) -> torch.Tensor:
+        return torch.randn(*shape, device=device, dtype=dtype, generator=generator)
+
+    def operand(rows: int, cols: int, layout: str) -> torch.Tensor:
+        if layout == "col":
+            return randn(*batch, cols, rows).transpose(-1, -2)
+        return randn(*batch, rows, cols)
+
+    a = operand(problem.m, problem.k, problem.a_layout)
+    b = operand(problem.k, problem.n, problem.b_layout)
+    bias = None
+    if problem.bias == "row":
+        bias = randn(problem.n, dtype=out_dtype)
+    elif problem.bias == "full":
+        bias = randn(*batch, problem.m, problem.n, dtype=out_dtype)
+    with _tf32(False):
+        ref = torch.matmul(a.float(), b.float())
+    if bias is not None:
+        ref += bias.float()
+    out = torch.empty(*batch, problem.m, problem.n, device=device, dtype=out_dtype)
+    return {"a": a, "b": b, "bias": bias, "out": out, "ref": ref}
+
+
+def aten_launch(problem: GemmProblem, template: str, ops: dict) -> Callable[[], Any]:
+    """The ATen call Inductor's extern choice makes (``aten::addmm`` gets the bias expanded to
+    the output's shape, ``aten::bias_addmm`` the 1-D bias that selects cuBLASLt's epilogue)."""
+    a, b, bias, out = ops["a"], ops["b"], ops["bias"], ops["out"]
+    if template in ("aten::mm", "aten::bmm"):
+        fn = torch.mm if template == "aten::mm" else torch.bmm
+        return lambda: fn(a, b, out=out)
+    if template == "aten::bias_addmm":
+        return lambda: torch.addmm(bias, a, b, out=out)
+    if template == "aten::addmm":
+        full = bias.expand(problem.m, problem.n)
+        return lambda: torch.addmm(full, a, b, out=out)
+    if template == "aten::baddbmm":
+        full = bias.expand(problem.batch, problem.m, problem.n)
+        return lambda: torch.baddbmm(full, a, b, out=out)
+    raise ValueError(f"unknown ATen candidate {template!r}")
+
+
+def triton_launch(problem: GemmProblem, config: KernelConfig, compiled, ops: dict) -> Callable[[], Any]:
+    """A launch of a compiled sweep kernel on ``ops`` (Triton's ``CompiledKernel[grid]``)."""
+    runner = compiled[kernel.grid(problem, config)]
+    args = kernel.launch_args(problem, config, ops["a"], ops["b"], ops["out"], ops["bias"])
+    if not ops["out"].is_cuda:
+        return lambda: runner(*args)  # Triton's interpreter (tests)
+    stream = torch.cuda.current_stream().cuda_stream
+    return lambda: runner(*args, stream=stream)
+
+
+def time_problem(
+    item: PlannedProblem, timer: Timer, load: Callable[[tuple], Any], device: str = "cuda"
+) -> tuple[ProblemTimings, dict[KernelConfig, str]]:
+    """Time every candidate of ``item``; ``load(compile_key)`` gives a compiled kernel.
+
+    Each candidate runs once untimed on a NaN-poisoned output and is kept only if its result
+    matches the float32 reference (:data:`ACCURACY_TOLERANCE`); the others are counted as failed and
+    their reason returned.
+    """
+    problem = item.problem
+    ops = make_operands(problem, device)
+    errors: dict[KernelConfig, str] = {}
+    launches: dict[KernelConfig, Callable[[], Any]] = {}
+    deviation = torch.full((len(item.configs),), math.nan, device=device)
+    with _tf32(problem.allow_tf32):
+        for i, config in enumerate(item.configs):
+            try:
+                if config.kind == KIND_ATEN:
+                    launch = aten_launch(problem, config.template, ops)
+                else:
+                    launch = triton_launch(problem, config, load(kernel.compile_key(problem, config)), ops)
+                ops["out"].fill_(math.nan)
+                launch()
+            except Exception as err:  # compile failures, out of resources: Inductor drops these too
+                errors[config] = f"{type(err).__name__}: {err}"[:300]
+                continue
+            deviation[i] = (ops["out"].float() - ops["ref"]).abs().max()
+            launches[config] = launch
+        scale = ops["ref"].abs().max().clamp(min=1e-6)
+        deviation = (deviation / scale).tolist()  # one synchronization for all checks
+        tolerance = ACCURACY_TOLERANCE["tf32" if problem.allow_tf32 else problem.dtype]
+        checked = []
+        for i, config in enumerate(item.configs):
+            if config in errors:
+                continue
+            if not deviation[i] <= tolerance:  # NaN fails too: an element was not written
+                errors[config] = f"wrong result: max error {deviation[i]:.3g} of max |ref|"
+            else:
+                checked.append(launches[config])
+        kept = [c for c in item.configs if c not in errors]
+        samples = timer.time(checked)
+    result = ProblemTimings(
+        problem=problem,
+        configs=tuple(kept),
+        times_us=tuple(Timer.summarize(s) for s in samples),
+        split=item.split,
+        generator=item.generator,
+        source="sweep",
+        space=item.space,
+        failed=len(errors),
+    )
+    return result, errors
+
+
+class _tf32:
+    """Allow TF32 in float32 matmuls for the block (ATen and Inductor read the same setting).
+
+    Through ``torch.set_float32_matmul_precision``, which sets every backend alike: setting
+    only ``torch.backends.cuda.matmul.fp32_precision`` makes Inductor's own
+    ``torch.get_float32_matmul_precision()`` raise (torch 2.11 and 2.13)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.value = "high" if enabled else "highest"
+
+    def __enter__(self) -> None:
+        self.saved = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision(self.value)
+
+    def __exit__(self, *exc: object) -> None:
+        torch.set_float32_matmul_precision(self.saved)
+

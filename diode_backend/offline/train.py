@@ -1,0 +1,516 @@
+"""Train a :class:`~diode_backend.model.network.TimingModel` on measured GEMM timings.
+
+What the loop optimises, and why:
+
+- **Held-out families.** Families named in ``holdout_families`` (:mod:`diode_backend.offline.families`)
+  are left out of everything, so that validating on them measures architectures never seen.
+- **Split by family.** A seeded fraction of the remaining problems is held out in two halves of
+  whole families: one drives early stopping, and both fit the confidence calibration (one half
+  alone is too few problems to fit it), which then measures what an unseen family looks like to
+  the model. With fewer than :data:`MIN_FAMILIES_TO_SPLIT` families the halves are drawn by
+  problem instead. Rows of one problem never straddle splits.
+- **Loss per problem.** Each step draws problems and, within each, candidates biased towards the
+  fast end (the region a top-1 pick lives in). The loss is the mean squared error of the log
+  runtime (absolute times matter: DIODE compares winners of separately ranked groups) plus a
+  listwise term, the cross-entropy between ``softmax(-log t / T)`` of the measured and the
+  predicted times of the problem's candidates, which rewards ordering the fast candidates right.
+- **Ensemble.** Every member sees its own draw of problems and candidates (bagging), so their
+  disagreement means something; the confidence is calibrated from it on the held-out problems,
+  times a factor for the problem's distance to the training problems whose scale is chosen on
+  the same held-out problems (:mod:`diode_backend.model.novelty`).
+- **Reproducible and resumable.** One seed drives initialisation and sampling; after every epoch
+  the whole training state (weights, optimiser, sampler, early-stopping record) is written next to
+  the output, and ``resume=True`` continues from it to the same result as an uninterrupted run.
+
+Times are microseconds; the network predicts their natural logarithm.
+
+One module because the loop, its resumable state and the held-out evaluation share the
+private row tensors (``_Rows``) and the options recorded in the checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+
+from .dataset import ProblemTimings
+from .families import family_of, without_families
+from .progress import Progress
+from ..features import FeatureExtractor
+from ..files import write_atomic
+from ..problem import HardwareInfo
+from ..model.calibration import HIT_TOLERANCE, confidence_raw, fit_calibration
+from ..model.checkpoint import checkpoint_data
+from ..model.network import TimingModel
+from ..model.novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
+from .train_options import TrainOptions
+
+_STATE_FORMAT = "diode-training-state"
+_STATE_VERSION = 1
+#: The feature a residual model starts from: the analytical scorer's estimate (log2 us).
+_BASE_FEATURE = "log2_analytical_us"
+#: Fewest families for the held-out halves to be drawn by family (one for each half, at least
+#: two left to train on).
+MIN_FAMILIES_TO_SPLIT = 4
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`train` wrote and measured; the regret is the geometric mean over the
+    early-stopping problems."""
+
+    checkpoint: Path
+    epochs: int
+    best_epoch: int
+    holdout_top1_regret: float
+    train_problems: int
+    stopping_problems: int
+    calibration_problems: int
+    seconds: float
+    #: training problems left out for having fewer than two timed candidates (:func:`usable`)
+    unusable_problems: int = 0
+
+
+class _Rows:
+    """All candidates of a list of problems as flat tensors, each problem's rows contiguous and
+    sorted fastest first; ``offsets[i]:offsets[i+1]`` are problem ``i``'s rows."""
+
+    def __init__(self, features: torch.Tensor, log_times: torch.Tensor, counts: list[int]) -> None:
+        self.features = features
+        self.log_times = log_times
+        self.counts = torch.tensor(counts, dtype=torch.int64)
+        self.offsets = torch.cat([torch.zeros(1, dtype=torch.int64), self.counts.cumsum(0)])
+
+    @classmethod
+    def build(cls, problems: Sequence[ProblemTimings], extractor: FeatureExtractor, hardware: HardwareInfo) -> _Rows:
+        features, log_times, counts = [], [], []
+        for record in problems:
+            times = torch.tensor(record.times_us, dtype=torch.float64)
+            order = torch.argsort(times, stable=True)
+            rows = extractor.extract(record.problem, record.configs, hardware)
+            features.append(rows[order])
+            log_times.append(torch.log(times[order]).float())
+            counts.append(len(record.configs))
+        return cls(torch.cat(features), torch.cat(log_times), counts)
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def problem(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        start, end = int(self.offsets[index]), int(self.offsets[index + 1])
+        return self.features[start:end], self.log_times[start:end]
+
+
+def usable(records: Sequence[ProblemTimings]) -> list[ProblemTimings]:
+    """The records with at least two candidates, keeping only candidates with a finite positive
+    time (a failed or unlaunchable candidate is not something to learn a runtime from)."""
+    kept = []
+    for record in records:
+        pairs = [(c, t) for c, t in zip(record.configs, record.times_us) if math.isfinite(t) and t > 0]
+        if len(pairs) >= 2:
+            configs, times = zip(*pairs)
+            kept.append(dataclasses.replace(record, configs=configs, times_us=times))
+    return kept
+
+
+def split_problems(count: int, fraction: float, seed: int) -> tuple[list[int], list[int], list[int]]:
+    """Seeded split of problem indices into (train, early stopping, calibration only): ``fraction``
+    held out in two halves; at least one problem in each part when ``count >= 3``. The
+    calibration is fitted on both halves."""
+    if count < 3:
+        raise ValueError(f"need at least 3 problems (train, early stopping, calibration), got {count}")
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(count, generator=generator).tolist()
+    held = min(max(round(count * fraction), 2), count - 1)
+    return sorted(order[held:]), sorted(order[:held:2]), sorted(order[1:held:2])
+
+
+def split_families(families: Sequence[str], fraction: float, seed: int) -> tuple[list[int], list[int], list[int]]:
+    """Seeded split of problem indices into (train, early stopping, calibration only) by whole
+    families (``families[i]`` is problem ``i``'s): families in a seeded order are held out while
+    they fit in ``fraction`` of the problems, the two smallest others when fewer than two fit;
+    the held-out families alternate between the halves. Fewer than :data:`MIN_FAMILIES_TO_SPLIT`
+    families: :func:`split_problems`."""
+    names = sorted(set(families))
+    if len(names) < MIN_FAMILIES_TO_SPLIT:
+        return split_problems(len(families), fraction, seed)
+    sizes = {name: families.count(name) for name in names}
+    generator = torch.Generator().manual_seed(seed)
+    order = [names[i] for i in torch.randperm(len(names), generator=generator).tolist()]
+    budget, held = fraction * len(families), []
+    for name in order:
+        if sum(sizes[h] for h in held) + sizes[name] <= budget:
+            held.append(name)
+    for name in sorted((n for n in order if n not in held), key=sizes.__getitem__)[: max(0, 2 - len(held))]:
+        held.append(name)
+    stop, calibration = set(held[::2]), set(held[1::2])
+    parts: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for index, family in enumerate(families):
+        parts[1 if family in stop else 2 if family in calibration else 0].append(index)
+    return parts
+
+
+def train(
+    records: Sequence[ProblemTimings],
+    hardware: HardwareInfo,
+    extractor: FeatureExtractor,
+    output: str | os.PathLike,
+    options: TrainOptions = TrainOptions(),
+    *,
+    resume: bool = False,
+    progress: TextIO | None = sys.stderr,
+    metadata: dict[str, Any] | None = None,
+    holdout_families: Sequence[str] = (),
+) -> TrainResult:
+    """Train on ``records`` (all of them training problems; the held-out part is split off
+    here), less the problems of ``holdout_families``, write the checkpoint to ``output`` and
+    return what happened.
+
+    The training state goes to ``<output>.state`` after every epoch (removed once the checkpoint
+    is written); with ``resume`` an existing state is continued (it must come from the same data
+    and options). What was trained on and
+    how (options, data digest, per-epoch history, plus ``metadata``, JSON-like) is stored in the
+    checkpoint under ``"training"``.
+    """
+    started = time.monotonic()
+    output = Path(output)
+    given = without_families(records, holdout_families)
+    records = usable(given)
+    unusable = len(given) - len(records)
+    families = [family_of(record) for record in records]
+    try:
+        train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
+    except ValueError as err:
+        if not unusable:
+            raise
+        raise ValueError(
+            f"{err}: {unusable} of the {len(given)} training problems have fewer than two timed "
+            "candidates, and a ranking is learnt from two or more"
+        ) from None
+    train_rows, stop_rows, calibration_rows = (
+        _Rows.build([records[i] for i in ids], extractor, hardware) for ids in (train_ids, stop_ids, calibration_ids)
+    )
+    digest = data_digest(records, hardware)
+
+    torch.manual_seed(options.seed)
+    arch = {
+        "num_features": len(extractor.names),
+        "hidden": options.hidden,
+        "layers": options.layers,
+        "ensemble": options.ensemble,
+        "activation": options.activation,
+        "base_feature": _base_feature(extractor) if options.residual else -1,
+    }
+    model = TimingModel(arch)
+    _set_normalisation(model, train_rows)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate, weight_decay=options.weight_decay)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=options.max_epochs)
+    sampler = torch.Generator().manual_seed(options.seed + 1)
+    loop = _LoopState()
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    state_path = output.with_name(output.name + ".state")
+    if resume and state_path.exists():
+        loop = _load_state(state_path, model, optimizer, scheduler, sampler, options, digest)
+
+    bar = Progress(options.max_epochs * options.steps_per_epoch, enabled=progress is not None, stream=progress, unit="steps")
+    done = loop.epoch * options.steps_per_epoch
+    while loop.epoch < options.max_epochs and loop.bad_epochs < options.patience:
+        model.train()
+        for _ in range(options.steps_per_epoch):
+            loss = _step(model, optimizer, train_rows, sampler, options)
+            done += 1
+            bar.update(done, f"epoch {loop.epoch + 1}/{options.max_epochs} loss {loss:.4f}")
+        scheduler.step()
+        evaluation = evaluate_holdout(model, stop_rows, options)
+        loop.epoch += 1
+        loop.history.append({"epoch": loop.epoch, "loss": loss, **evaluation})
+        # Early stopping on the training loss over the held-out problems' whole candidate
+        # lists: the top-1 regret of a few dozen problems is too noisy to stop on.
+        score = evaluation["holdout_loss"]
+        if score < loop.best_score:
+            loop.best_score, loop.best_epoch, loop.bad_epochs = score, loop.epoch, 0
+            loop.best_state = {k: v.clone() for k, v in model.state_dict().items()}
+        else:
+            loop.bad_epochs += 1
+        bar.line(
+            f"epoch {loop.epoch}: loss {loss:.4f}  held-out loss {evaluation['holdout_loss']:.4f}"
+            f"  top-1 regret {math.exp(evaluation['log_top1_regret']):.4f}  rmse(log) {evaluation['rmse_log']:.3f}"
+            + ("  *" if loop.best_epoch == loop.epoch else "")
+        )
+        _save_state(state_path, model, optimizer, scheduler, sampler, options, digest, loop)
+
+    model.load_state_dict(loop.best_state)
+    model.eval()
+    # fitted on both held-out halves (see the module docstring), as is the novelty's scale
+    stop_raw, stop_hits = holdout_confidence(model, stop_rows)
+    raw, hits = holdout_confidence(model, calibration_rows)
+    raw, hits = stop_raw + raw, stop_hits + hits
+    support = support_of([records[i].problem for i in train_ids])
+    distances = [nearest_distance(support, records[i].problem) for i in stop_ids + calibration_ids]
+    scale = fit_scale(raw, distances, hits)
+    calibration = fit_calibration([r * familiarity(d, scale) for r, d in zip(raw, distances)], hits)
+    calibration_problems = len(stop_ids) + len(calibration_ids)
+    checkpoint = checkpoint_data(
+        model,
+        feature_schema=extractor.schema,
+        feature_version=extractor.version,
+        calibration=calibration,
+        novelty=novelty_data(support, scale),
+    )
+    # The loader ignores this; `diode validate` and model manifests read it.
+    checkpoint["training"] = {
+        "options": dataclasses.asdict(options),
+        "data_digest": digest,
+        "hardware": hardware.to_dict(),
+        "train_problems": len(train_ids),
+        "stopping_problems": len(stop_ids),
+        "calibration_problems": calibration_problems,
+        "holdout_families": sorted(holdout_families),
+        "stopping_families": sorted({families[i] for i in stop_ids}),
+        "calibration_families": sorted({families[i] for i in calibration_ids}),
+        "best_epoch": loop.best_epoch,
+        "history": loop.history,
+        **(metadata or {}),
+    }
+    _atomic_save(checkpoint, output)
+    state_path.unlink(missing_ok=True)  # finished: nothing left to resume
+    best = next(h for h in loop.history if h["epoch"] == loop.best_epoch)
+    return TrainResult(
+        checkpoint=output,
+        epochs=loop.epoch,
+        best_epoch=loop.best_epoch,
+        holdout_top1_regret=math.exp(best["log_top1_regret"]),
+        train_problems=len(train_ids),
+        stopping_problems=len(stop_ids),
+        calibration_problems=calibration_problems,
+        seconds=time.monotonic() - started,
+        unusable_problems=unusable,
+    )
+
+
+def inference_hardware(recorded: HardwareInfo) -> HardwareInfo:
+    """The description DIODE will see on the device a dataset was measured on: the installed
+    plugins' offline description of the same device (same :attr:`HardwareInfo.key`) when there is
+    one, else the recorded one. Features must be computed as they will be at inference (a
+    collection run without the vendor plugin records no peak rates)."""
+    from .. import registry
+
+    for known in registry.known_hardware().values():
+        if known.key == recorded.key:
+            return known
+    return recorded
+
+
+def write_model_manifest(
+    folder: str | os.PathLike,
+    *,
+    name: str,
+    hardware_match: Sequence[str],
+    problems: Sequence[ProblemTimings],
+    priority: int = 10,
+    version: str = "1.0.0",
+    description: str = "",
+    metrics: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``folder/manifest.json`` for the ``folder/model.pt`` that :func:`train` wrote: ops
+    and dtypes from ``problems``, schema and data digest from the checkpoint, its checksum."""
+    from ..problem import SUPPORTED_DTYPES, SUPPORTED_OPS
+    from ..model.checkpoint import file_sha256
+    from ..model.manifest import ModelManifest, write_manifest
+
+    folder = Path(folder)
+    checkpoint = torch.load(folder / "model.pt", weights_only=True, map_location="cpu")
+    ops = {p.problem.op for p in problems}
+    dtypes = {p.problem.dtype for p in problems}
+    manifest = ModelManifest(
+        name=name,
+        purpose="gemm-runtime",
+        version=version,
+        hardware=tuple(hardware_match),
+        ops=tuple(op for op in SUPPORTED_OPS if op in ops),
+        dtypes=tuple(dtype for dtype in SUPPORTED_DTYPES if dtype in dtypes),
+        feature_schema=checkpoint["feature_schema"],
+        feature_version=checkpoint["feature_version"],
+        training_data_digest=f"sha256:{checkpoint['training']['data_digest']}",
+        sha256=file_sha256(folder / "model.pt"),
+        description=description or f"timing model trained by `diode train` on {len(problems)} problems",
+        metrics=dict(metrics or {}),
+        priority=priority,
+    )
+    return write_manifest(manifest, folder)
+
+
+def data_digest(records: Sequence[ProblemTimings], hardware: HardwareInfo) -> str:
+    """A SHA-256 over the problems, configs, times and hardware (identifies the training data)."""
+    digest = hashlib.sha256(repr(sorted(hardware.to_dict().items())).encode())
+    for record in records:
+        digest.update(repr((record.problem, record.configs, record.times_us)).encode())
+    return digest.hexdigest()
+
+
+# -- one step -----------------------------------------------------------------------------------
+
+
+def _step(
+    model: TimingModel,
+    optimizer: torch.optim.Optimizer,
+    rows: _Rows,
+    sampler: torch.Generator,
+    options: TrainOptions,
+) -> float:
+    members, count, per = options.ensemble, options.problems_per_step, options.candidates
+    problems = torch.randint(len(rows), (members, count), generator=sampler)
+    u = torch.rand(members, count, per, generator=sampler) ** options.sample_power
+    sizes = rows.counts[problems].unsqueeze(-1)
+    index = rows.offsets[problems].unsqueeze(-1) + (u * sizes).long().clamp(max=sizes - 1)
+    x = rows.features[index.view(members, -1)]
+    target = rows.log_times[index]
+    predicted = model(x).view(members, count, per)
+    loss = ranking_loss(predicted, target, model.target_std, options)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def ranking_loss(
+    predicted: torch.Tensor, target: torch.Tensor, scale: torch.Tensor, options: TrainOptions
+) -> torch.Tensor:
+    """MSE of log times (in units of the targets' spread) plus the listwise cross-entropy over the
+    last dimension (one problem's candidates); both ``[..., candidates]`` in log microseconds."""
+    mse = ((predicted - target) / scale).pow(2).mean()
+    wanted = torch.softmax(-target / options.temperature, dim=-1)
+    listwise = -(wanted * torch.log_softmax(-predicted / options.temperature, dim=-1)).sum(-1).mean()
+    # Subtracting the target's own entropy makes a perfect ranking score 0.
+    listwise = listwise + (wanted * torch.log(wanted.clamp(min=1e-30))).sum(-1).mean()
+    return mse + options.listwise_weight * listwise
+
+
+# -- held-out evaluation ------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def _mean_predictions(model: TimingModel, rows: _Rows) -> torch.Tensor:
+    """Per-member log-time predictions ``[E, rows]`` in chunks (bounded memory)."""
+    model.eval()
+    chunks = [model(chunk) for chunk in rows.features.split(65536)]
+    return torch.cat(chunks, dim=1)
+
+
+def evaluate_holdout(model: TimingModel, rows: _Rows, options: TrainOptions) -> dict[str, float]:
+    """Of the ensemble mean, over every problem: the mean log top-1 and top-5 regret, the mean
+    training loss on the problem's whole candidate list, and the RMSE of log time."""
+    predictions = _mean_predictions(model, rows)
+    mean = predictions.mean(0)
+    top1, top5, losses = [], [], []
+    for i in range(len(rows)):
+        start, end = int(rows.offsets[i]), int(rows.offsets[i + 1])
+        truth, predicted = rows.log_times[start:end], mean[start:end]
+        order = torch.argsort(predicted)
+        top1.append(float(truth[order[0]] - truth.min()))
+        top5.append(float(truth[order[:5]].min() - truth.min()))
+        losses.append(float(ranking_loss(predicted, truth, model.target_std, options)))
+    return {
+        "log_top1_regret": statistics.fmean(top1),
+        "log_top5_regret": statistics.fmean(top5),
+        "holdout_loss": statistics.fmean(losses),
+        "rmse_log": float((mean - rows.log_times).pow(2).mean().sqrt()),
+    }
+
+
+def holdout_confidence(model: TimingModel, rows: _Rows) -> tuple[list[float], list[bool]]:
+    """For each held-out problem: the raw confidence score and whether the ensemble-mean pick
+    really was within 5% of the best."""
+    predictions = _mean_predictions(model, rows)
+    raw, hits = [], []
+    for i in range(len(rows)):
+        start, end = int(rows.offsets[i]), int(rows.offsets[i + 1])
+        member_times = predictions[:, start:end]
+        truth = rows.log_times[start:end]
+        pick = int(torch.argmin(member_times.mean(0)))
+        raw.append(confidence_raw(member_times))
+        hits.append(bool(truth[pick] - truth.min() <= math.log1p(HIT_TOLERANCE)))
+    return raw, hits
+
+
+def _base_feature(extractor: FeatureExtractor) -> int:
+    """The column of the analytical estimate, which the network then corrects."""
+    if _BASE_FEATURE not in extractor.names:
+        raise ValueError(f"feature schema {extractor.schema!r} v{extractor.version} has no {_BASE_FEATURE!r}; train with residual=False")
+    return extractor.names.index(_BASE_FEATURE)
+
+
+def _set_normalisation(model: TimingModel, rows: _Rows) -> None:
+    features = rows.features.double()
+    std = features.std(0)
+    # Constant features (one dtype in the data, say) would divide by zero.
+    model.mean.copy_(features.mean(0))
+    model.std.copy_(torch.where(std > 1e-6, std, torch.ones_like(std)))
+    residual = rows.log_times.double() - model.base(rows.features).double()
+    model.target_mean.copy_(residual.mean())
+    model.target_std.copy_(residual.std().clamp(min=1e-3))
+
+
+# -- training state -----------------------------------------------------------------------------
+
+
+@dataclass
+class _LoopState:
+    epoch: int = 0
+    best_epoch: int = 0
+    best_score: float = math.inf
+    bad_epochs: int = 0
+    best_state: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
+    history: list[dict[str, float]] = dataclasses.field(default_factory=list)
+
+
+def _save_state(path, model, optimizer, scheduler, sampler, options, digest, loop: _LoopState) -> None:
+    state = {
+        "format": _STATE_FORMAT,
+        "format_version": _STATE_VERSION,
+        "options": dataclasses.asdict(options),
+        "data_digest": digest,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "sampler": sampler.get_state(),
+        "loop": dataclasses.asdict(loop),
+    }
+    _atomic_save(state, path)
+
+
+def _load_state(path, model, optimizer, scheduler, sampler, options, digest) -> _LoopState:
+    state = torch.load(path, weights_only=True)
+    if state.get("format") != _STATE_FORMAT or state.get("format_version") != _STATE_VERSION:
+        raise ValueError(f"{path}: not a diode training state (format {state.get('format')!r})")
+    if state["data_digest"] != digest:
+        raise ValueError(f"{path}: was trained on other data; delete it or drop --resume")
+    if state["options"] != dataclasses.asdict(options):
+        changed = sorted(k for k, v in dataclasses.asdict(options).items() if state["options"].get(k) != v)
+        raise ValueError(f"{path}: was trained with other options ({', '.join(changed)}); use the same ones to resume")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    sampler.set_state(state["sampler"])
+    return _LoopState(**state["loop"])
+
+
+def _atomic_save(obj: Any, path: Path) -> None:
+    # saved through a buffer: torch.save names the zip archive after the file it writes, and a
+    # temporary file's name would make the same training give different bytes
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    write_atomic(path, buffer.getvalue())

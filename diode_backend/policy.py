@@ -1,0 +1,88 @@
+"""The decision policy: rank a scorer's candidates and decide which go on to Inductor. Pure: no
+Inductor, no cache, no files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .options import DiodeOptions
+from .problem import GemmProblem, HardwareInfo, KernelConfig
+from .scorer import GemmScorer, Prediction, checked_prediction
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates of one problem ordered by predicted time.
+
+    ``order`` holds scored indices, fastest first; ``unscored`` those the scorer had no
+    prediction for; ``confidence`` is the scorer's probability that ``order[0]`` is within 5% of
+    the fastest (None: unknown); ``from_cache``: read from the prediction cache, not computed.
+    """
+
+    order: tuple[int, ...]
+    unscored: tuple[int, ...]
+    times_us: tuple[float, ...]
+    confidence: float | None
+    from_cache: bool = field(default=False, compare=False)  # where it came from, not what it says
+
+    @classmethod
+    def of(cls, prediction: Prediction) -> Ranking:
+        order, unscored = prediction.split()
+        return cls(tuple(order), tuple(unscored), prediction.times_us, prediction.confidence, prediction.from_cache)
+
+
+def rank_candidates(
+    scorer: GemmScorer,
+    problem: GemmProblem,
+    configs: Sequence[KernelConfig],
+    hardware: HardwareInfo,
+) -> Ranking:
+    """Ask ``scorer`` for runtimes and order the candidates; infinite times (cannot launch) are
+    ranked last but stay scored.
+
+    :raises ValueError: naming the scorer, when its answer is not one it may give
+        (:func:`~diode_backend.scorer.checked_prediction`).
+    """
+    return Ranking.of(checked_prediction(scorer, scorer.predict(problem, configs, hardware), len(configs)))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which candidate indices Inductor gets, and why.
+
+    ``fallback`` names the reason when DIODE did not make a confident single pick although
+    ``fast_autotune`` asked for one (see :data:`diode_backend.counters.FALLBACK_REASONS`).
+    """
+
+    keep: tuple[int, ...]
+    fallback: str | None = None
+
+
+def select_candidates(ranking: Ranking, options: DiodeOptions) -> Selection:
+    """Apply the options to a ranking.
+
+    - no scored candidate: keep everything (nothing to guess with);
+    - ``fast_autotune`` and confidence >= threshold, or ``diode_fallback_to_autotune=False``:
+      keep the single best;
+    - otherwise: keep the predicted top ``diode_top_k`` plus the unscored candidates, for
+      Inductor to benchmark.
+    """
+    everything = tuple(sorted(ranking.order + ranking.unscored))
+    if not ranking.order:
+        return Selection(everything, "no_scored_candidates")
+    confident = ranking.confidence is not None and ranking.confidence >= options.diode_confidence_threshold
+    if options.fast_autotune and (confident or not options.diode_fallback_to_autotune):
+        return Selection((ranking.order[0],))
+    top_k = ranking.order[: options.diode_top_k] + ranking.unscored
+    return Selection(top_k, "low_confidence" if options.fast_autotune else None)
+
+
+def combined_confidence(
+    group_confidence: float | None, union_confidence: float | None
+) -> float | None:
+    """Confidence of a pick made in two steps (best within its group, then best of the group
+    winners), assuming the steps err independently."""
+    if group_confidence is None or union_confidence is None:
+        return None
+    return group_confidence * union_confidence
