@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "diode_backend"
 #: Entry points beside the runtime that start the ``diode`` command; nothing imports them.
-FRONT_DOORS = {"diode_backend.__main__", "diode_backend.cli"}
+FRONT_DOORS = {"diode_backend.__main__"}
 
 
 def _module_name(path: Path) -> str:
