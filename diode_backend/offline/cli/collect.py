@@ -70,7 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     zoo.add_argument("--family", action="append", default=[], metavar="NAME", help="trace only this family (repeatable)")
     zoo.set_defaults(run=run_zoo)
 
-    sweep = sub.add_parser("sweep", help="time problem lists on the GPU into a dataset directory")
+    sweep = sub.add_parser(
+        "sweep",
+        help="time problem lists on the GPU into a dataset directory",
+        description="Time problem lists on one GPU; under torchrun, one rank per GPU on one host "
+        "or many, each timing its share of the plan (docs/collect.md).",
+    )
     sweep.add_argument("problems", nargs="*", help="JSON problem lists (from `diode collect shapes`)")
     sweep.add_argument("-o", "--output", required=True, help="dataset directory (created; resumed)")
     sweep.add_argument("--split", default="train", choices=["train", "validation"], help="split of PROBLEMS")
@@ -89,7 +94,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="problem lists timed first, as validation problems (on --validation-space)",
     )
     sweep.add_argument("--validation-space", default="exhaustive", choices=SPACES, help="space of the --validation lists")
-    sweep.add_argument("--devices", help="GPU indices, e.g. 0,1 (default: all visible GPUs)")
     sweep.add_argument("--max-seconds", type=float, help="stop taking problems after this long")
     sweep.add_argument("--retime-every", type=int, default=20, help="re-time every n-th problem (noise floor)")
     sweep.add_argument("--report", help="write the run's figures as JSON here")
@@ -218,6 +222,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from ... import catalog
     from ..collect import plan, shapes
     from ..collect.environment import environment, hardware_of
+    from ..collect.ranks import Rank
     from ..collect.sweep import run_sweep as sweep
     from ..dataset import DatasetMeta
 
@@ -227,15 +232,20 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     if not args.problems and not args.validation:
         raise UsageError("name problem lists to time")
+    try:
+        rank = Rank.from_environment()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     if args.hardware:
         if not args.dry_run:
             raise UsageError("--hardware plans for named hardware: use it with --dry-run (a sweep times the GPUs it runs on)")
-        devices, hardware = [], catalog.resolve_hardware(args.hardware)
+        hardware = catalog.resolve_hardware(args.hardware)
     elif not torch.cuda.is_available():
         raise CommandError("the sweep needs a CUDA GPU (`--dry-run --hardware NAME` shows its plan without one)")
+    elif rank.local_rank >= torch.cuda.device_count():
+        raise CommandError(f"LOCAL_RANK {rank.local_rank}, but this host shows {torch.cuda.device_count()} GPU(s): one rank per GPU")
     else:
-        devices = [int(d) for d in args.devices.split(",")] if args.devices else list(range(torch.cuda.device_count()))
-        hardware = hardware_of(f"cuda:{devices[0]}")
+        hardware = hardware_of(f"cuda:{rank.local_rank}")
     validation = [item for path in args.validation for item in shapes.from_json(path)]
     named = [item for path in args.problems for item in shapes.from_json(path)]
     planned = plan.plan(validation, hardware, split="validation", space=args.validation_space)
@@ -248,14 +258,22 @@ def run_sweep(args: argparse.Namespace) -> int:
             part = [p for p in planned if (p.split, p.space) == (split, space)]
             print(f"  {split} on {space}: {len(part)} problems, {sum(len(p.configs) for p in part):,} pairs")
         return 0
-    print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name} x{len(devices)}", file=sys.stderr)
+    if rank.world_size > 1:
+        share = rank.share(planned)
+        print(f"{rank.describe()}: {len(share)} of {len(planned)} problems, {sum(len(p.configs) for p in share):,} pairs on {hardware.name}", file=sys.stderr)
+    else:
+        print(f"{len(planned)} problems, {pairs:,} pairs on {hardware.name}", file=sys.stderr)
+        if torch.cuda.device_count() > 1:
+            print(f"one GPU of {torch.cuda.device_count()}: run under torchrun --nproc-per-node {torch.cuda.device_count()} for all (docs/collect.md)", file=sys.stderr)
     given = {name: getattr(args, name) for name in ("budget_us", "slow_ratio") if getattr(args, name) is not None}
     method = TimingMethod(replay=args.timer, **given)
-    meta = DatasetMeta(hardware, environment(devices[0], timing=method.describe(), devices=devices))
-    report = sweep(planned, args.output, meta, devices=devices, method=method, max_seconds=args.max_seconds, retime_every=args.retime_every)
+    place = {"rank": rank.rank, "world_size": rank.world_size, "restart": rank.restart}
+    meta = DatasetMeta(hardware, environment(rank.local_rank, timing=method.describe(), **place))
+    device = f"cuda:{rank.local_rank}"
+    report = sweep(planned, args.output, meta, device=device, rank=rank, method=method, max_seconds=args.max_seconds, retime_every=args.retime_every)
     summary = {"environment": meta.environment, "hardware": hardware.to_dict(), **report.summary()}
     if args.report:
-        Path(args.report).write_text(json.dumps(summary, indent=1) + "\n")
+        rank.report_path(args.report).write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(report.summary(), indent=1))
     return 0
 

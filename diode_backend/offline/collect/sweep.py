@@ -2,10 +2,11 @@
 problem that shares the kernel, with ATen (cuBLAS) in every problem.
 
 One parent process compiles in a pool of CPU workers (Triton's ``warmup``, which fills Triton's
-on-disk cache) while one GPU worker per device, started with ``torch.multiprocessing``, takes the
-next problem of the shared list as soon as its kernels are compiled, times all its candidates
-(:mod:`.timing`) and appends the result to the dataset (``ShardWriter``, a shard tag per GPU).
-Problems already in the output directory are skipped, so an interrupted run resumes.
+on-disk cache) while a GPU worker, started with ``torch.multiprocessing``, takes the next problem
+as soon as its kernels are compiled, times all its candidates (:mod:`.timing`) and appends the
+result to the dataset (``ShardWriter``). Under ``torchrun`` each rank is such a parent with its
+GPU, its share of the plan and shard names of its own (:mod:`.ranks`). Problems already in the
+output directory are skipped, so an interrupted run resumes.
 
 One module because the parent's scheduling and the workers' compile-and-time loop exchange
 the same work units and must change together.
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.managers import SyncManager
 from typing import Any
 
 import torch
@@ -33,6 +35,7 @@ from ...problem import KIND_ATEN, GemmProblem, KernelConfig
 from . import kernel
 from .plan import PlannedProblem
 from ..progress import Progress
+from .ranks import Rank
 from .timing import Timer, TimingMethod, make_timer
 
 #: Largest error (max |out - ref| / max |ref|) a candidate may show and still be timed.
@@ -78,26 +81,31 @@ def run_sweep(
     output: str | os.PathLike,
     meta: DatasetMeta,
     *,
-    devices: Sequence[int] = (0,),
+    device: str = "cuda:0",
+    rank: Rank = Rank(),
     method: TimingMethod = TimingMethod(),
     compile_workers: int | None = None,
     max_seconds: float | None = None,
     retime_every: int = 0,
     progress: bool = True,
+    flush_every: int = 8,
 ) -> SweepReport:
-    """Time ``planned`` on ``devices`` into the dataset directory ``output`` and report.
+    """Time ``rank``'s share of ``planned`` on ``device`` into the dataset directory ``output``
+    and report.
 
     :param max_seconds: stop taking new problems after this many seconds (what was timed is
         kept; a rerun resumes).
     :param retime_every: time every n-th problem a second time, with fresh inputs, to measure
         the noise floor (the second timings are reported, not stored).
+    :param flush_every: write a shard every this many problems (and every 20 seconds).
     """
     import torch.multiprocessing as mp
 
     started = time.monotonic()
     done = collected_problems(output)
-    todo = [p for p in planned if p.problem not in done]
-    report = SweepReport(skipped_problems=len(planned) - len(todo))
+    share = rank.share(planned)
+    todo = [p for p in share if p.problem not in done]
+    report = SweepReport(skipped_problems=len(share) - len(todo))
     keys: dict[tuple, int] = {}
     for item in todo:
         for config in item.configs:
@@ -107,11 +115,12 @@ def run_sweep(
     if not todo:
         return report
     ctx = mp.get_context("spawn")
-    manager = ctx.Manager()
+    manager = SyncManager(ctx=ctx)
+    manager.start(_exit_with_parent)
     ready = manager.dict()
     counters = {name: ctx.Value("d", 0.0) for name in ("next", "done", "pairs")}
     results = ctx.Queue()
-    workers = compile_workers or max(1, (os.cpu_count() or 2) - len(devices) - 1)
+    workers = compile_workers or rank.compile_workers()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_compile_init)
     compiled = {"count": 0, "cpu": 0.0}
     stop = threading.Event()
@@ -120,8 +129,8 @@ def run_sweep(
     deadline = None if max_seconds is None else time.time() + max_seconds
     gpus = mp.start_processes(
         _gpu_worker,
-        args=(list(devices), todo, keys, str(output), meta, method, ready, counters, results, deadline, retime_every),
-        nprocs=len(devices),
+        args=(device, rank.tag, todo, keys, str(output), meta, method, ready, counters, results, deadline, retime_every, flush_every),
+        nprocs=1,
         join=False,
         start_method="spawn",
     )
@@ -138,7 +147,8 @@ def run_sweep(
                 break
             bar.update(
                 int(counters["done"].value),
-                f"{int(counters['pairs'].value):,} pairs, kernels {compiled['count']:,}/{len(keys):,}",
+                f"{int(counters['pairs'].value):,} pairs, kernels {compiled['count']:,}/{len(keys):,}"
+                + (f", {rank.describe()}" if rank.world_size > 1 else ""),
             )
     except KeyboardInterrupt:
         for process in gpus.processes:
@@ -173,6 +183,21 @@ def run_sweep(
 def _compile_init() -> None:
     # compile workers only need a device to ask Triton for its target: the first one is enough
     os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+    _exit_with_parent()
+
+
+def _exit_with_parent() -> None:
+    """Make this helper process (a compile worker, the manager) exit once the sweep's process is
+    gone: one killed outright (SIGKILL) cannot stop its helpers, nor does torchrun, which
+    signals live ranks only."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _compile_one(index: int, key: tuple) -> tuple[int, str, float]:
@@ -201,7 +226,7 @@ def _compile_all(
         compiled["cpu"] += cpu
 
 
-# -- timing (one process per GPU) ----------------------------------------------------------------
+# -- timing (the GPU worker) ---------------------------------------------------------------------
 
 
 def _drain(results) -> list[dict]:
@@ -217,22 +242,25 @@ def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters, results, deadline, retime_every):
+def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counters, results, deadline, retime_every, flush_every):
     # stopped by the parent with SIGTERM: leave through the `with ShardWriter` block, which flushes
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    device = devices[rank]
-    torch.cuda.set_device(device)
-    # every launch on one side stream: the graph timer captures there (never the default stream)
-    torch.cuda.set_stream(torch.cuda.Stream())
+    # a parent killed outright (SIGKILL, as torchrun's restart finds a rank) is not told to stop
+    # its worker: the worker stops by itself, so that it never times beside the restarted rank
+    parent = os.getppid()
+    if torch.device(device).type == "cuda":
+        torch.cuda.set_device(device)
+        # every launch on one side stream: the graph timer captures there (never the default stream)
+        torch.cuda.set_stream(torch.cuda.Stream())
     timer = make_timer(method)
     stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0, "load_seconds": 0.0}
-    stats["device"] = f"cuda:{device} {torch.cuda.get_device_name(device)}"
+    stats["device"] = f"{device} {meta.hardware.name}"
     retimed: list[tuple[float, float]] = []
     host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
     kernels: dict[int, Any] = {}
     known: dict[int, str] = {}
-    with ShardWriter(output, meta, tag=f"gpu{device}", every=8, seconds=20) as writer:
-        while deadline is None or time.time() < deadline:
+    with ShardWriter(output, meta, tag=f"{tag}-{device.replace(':', '')}", every=flush_every, seconds=20) as writer:
+        while (deadline is None or time.time() < deadline) and os.getppid() == parent:
             with counters["next"].get_lock():
                 index = int(counters["next"].value)
                 counters["next"].value += 1
@@ -241,15 +269,15 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
             item = todo[index]
             wanted = {keys[kernel.compile_key(item.problem, c)] for c in item.configs if c.kind != KIND_ATEN}
             waited = time.perf_counter()
-            compiled = _wait_for_kernels(wanted, known, ready, deadline)
+            compiled = _wait_for_kernels(wanted, known, ready, deadline, parent)
             stats["wait_seconds"] += time.perf_counter() - waited
-            if not compiled:  # out of time while its kernels compile: a rerun times it
+            if not compiled:  # out of time or orphaned while its kernels compile: a rerun times it
                 break
             started = time.perf_counter()
             load = lambda key: _load(key, keys, kernels, known, stats)  # noqa: E731
-            result, _ = time_problem(item, timer, load)
+            result, _ = time_problem(item, timer, load, device)
             if retime_every and index % retime_every == 0:
-                again, _ = time_problem(item, timer, load)
+                again, _ = time_problem(item, timer, load, device)
                 first = dict(zip(result.configs, result.times_us))
                 retimed.extend((first[c], t) for c, t in zip(again.configs, again.times_us) if c in first)
             stats["timing_seconds"] += time.perf_counter() - started
@@ -268,14 +296,19 @@ def _gpu_worker(rank, devices, todo, keys, output, meta, method, ready, counters
     results.put(stats)
 
 
-def _wait_for_kernels(wanted: set[int], known: dict[int, str], ready, deadline: float | None) -> bool:
+def _wait_for_kernels(
+    wanted: set[int], known: dict[int, str], ready, deadline: float | None, parent: int | None = None
+) -> bool:
     """Wait until every kernel in ``wanted`` is compiled (or failed): False if ``deadline``
-    (``time.time()``) passes first. On a cold Triton cache a problem can wait minutes."""
+    (``time.time()``) passes first, or the process ``parent`` (which compiles) is no longer this
+    process's parent. On a cold Triton cache a problem can wait minutes."""
     while True:
         known.update(ready.copy())
         if wanted <= known.keys():
             return True
         if deadline is not None and time.time() >= deadline:
+            return False
+        if parent is not None and os.getppid() != parent:
             return False
         time.sleep(0.05)
 

@@ -60,7 +60,8 @@ class TimingMethod:
     lead_us: float = 200.0
     max_guard_us: float = 1000.0
     #: "graph": rounds replayed from CUDA graphs (:class:`GraphTimer`); "stream": launched one
-    #: by one behind a sleep kernel (:class:`Timer`)
+    #: by one behind a sleep kernel (:class:`Timer`); "host": the host's clock, for a sweep on
+    #: the CPU through Triton's interpreter (:class:`HostTimer`, tests)
     replay: str = "graph"
     #: a candidate estimated slower than this times the problem's fastest gets ``slow_reps``
     #: runs (0: no such rule; the benchmarks that time a few functions accurately use 0)
@@ -79,16 +80,16 @@ class TimingMethod:
         return counts
 
     def describe(self) -> dict[str, Any]:
-        issue = (
-            "each round of runs captured once as a CUDA graph and replayed (launches that cannot be "
-            "captured: as 'stream')"
-            if self.replay == "graph"
-            else "a sleep kernel keeping the GPU behind the host (a lead at the start of each pass, then "
-            "guard_margin times each run's host time of GPU work per run)"
-        )
+        events = "cuda events around each run, L2 flushed (zeroed buffer of L2 size) before each run"
+        clock = {
+            "graph": f"{events}, each round of runs captured once as a CUDA graph and replayed (launches that cannot be "
+            "captured: as 'stream')",
+            "stream": f"{events}, a sleep kernel keeping the GPU behind the host (a lead at the start of each pass, then "
+            "guard_margin times each run's host time of GPU work per run)",
+            "host": "the host's clock around each run (on the CPU), nothing flushed",
+        }[self.replay]
         return {
-            "method": "cuda events around each run, L2 flushed (zeroed buffer of L2 size) before each run, "
-            f"{issue}, one untimed warm-up run per candidate, "
+            "method": f"{clock}, one untimed warm-up run per candidate, "
             "one estimate run, then round(budget_us/estimate) runs clamped to [min_reps, max_reps] "
             "(slow_reps runs where the estimate exceeds slow_ratio times the problem's fastest, if "
             "slow_ratio) round-robin over the problem's candidates; median of all timed runs; fresh random normal "
@@ -98,12 +99,41 @@ class TimingMethod:
 
 
 def make_timer(method: TimingMethod = TimingMethod()) -> Timer:
-    """The timer ``method.replay`` names, on the current CUDA device."""
+    """The timer ``method.replay`` names, on the current CUDA device (``host``: on the CPU)."""
     if method.replay == "graph":
         return GraphTimer(method)
     if method.replay == "stream":
         return Timer(method)
-    raise ValueError(f"TimingMethod.replay must be 'graph' or 'stream', not {method.replay!r}")
+    if method.replay == "host":
+        return HostTimer(method)
+    raise ValueError(f"TimingMethod.replay must be 'graph', 'stream' or 'host', not {method.replay!r}")
+
+
+class HostTimer:
+    """Times launches by the host's clock, for a sweep on the CPU (Triton's interpreter in
+    tests); the schedule of :class:`Timer` (an estimate run, then ``reps`` round robin), no
+    flush, no guard. Same interface as :class:`Timer`."""
+
+    def __init__(self, method: TimingMethod = TimingMethod()) -> None:
+        self.method = method
+        self.host_us: list[float] = []  # each candidate's estimate run, of the last problem
+
+    def time(self, launches: Sequence[Callable[[], Any]]) -> list[list[float]]:
+        """The timed runs of each launch, in microseconds (estimate run first)."""
+        samples = [[self._once(launch)] for launch in launches]
+        self.host_us = [runs[0] for runs in samples]
+        reps = self.method.reps(self.host_us)
+        for r in range(max(reps, default=0)):
+            for launch, runs, count in zip(launches, samples, reps):
+                if count > r:
+                    runs.append(self._once(launch))
+        return samples
+
+    @staticmethod
+    def _once(launch: Callable[[], Any]) -> float:
+        started = time.perf_counter()
+        launch()
+        return (time.perf_counter() - started) * 1e6
 
 
 class Timer:
