@@ -33,6 +33,9 @@ so the GPU runs the round back to back whatever the host's pace, and needs no sl
 schedule is the same (an estimate round, then round-robin rounds, each candidate dropping out
 once it has its ``reps``). Once a problem's launches cannot be captured, that problem and every
 later one are timed by :class:`Timer`.
+
+One module because the three timers (host clock, CUDA events, CUDA graph) carry out one method,
+:class:`TimingMethod`, whose schedule each must keep in step with the others.
 """
 
 from __future__ import annotations
