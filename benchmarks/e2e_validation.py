@@ -17,16 +17,17 @@ Triton import, compile workers) stay out of the rows; Inductor's caches off
 in the order above so no mode reuses a Triton kernel another compiled for it (no_autotune
 compiles none; diode_fast compiles one to five before max_autotune_default's twenty). Compile
 time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: every
-mode's compiled function of a problem timed together, their runs interleaved round robin, as the
-dataset's candidates were (``diode_backend.offline.collect.timing``: CUDA events, L2 flushed before each
-run, median), more repetitions, so that drift of the machine spreads over all modes alike;
-``vs_best`` divides it by the dataset's fastest measured candidate, ``vs_best_mode`` by the
-fastest mode of the row. Results are written after every problem; ``--resume`` continues a file
-an earlier call wrote (its complete rows kept and their problems skipped; a row with a failed
-mode is measured again), so a run longer than one GPU call is made in several. Problems run in a fixed pseudo-random order, so the rows of a run cut short are a fair sample. ``--families``
-takes the validation problems of named model families (``held-out``: those of
-``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
-given, and the summary is given per workload class too.
+mode's compiled function of a problem timed together, their runs interleaved round robin, as
+the dataset's candidates were (``diode_backend.offline.collect.timing``: CUDA events, L2
+flushed before each run, median), more repetitions, so that drift of the machine spreads over
+all modes alike; ``vs_best`` divides it by the dataset's fastest measured candidate,
+``vs_best_mode`` by the fastest mode of the row. Results are written after every problem;
+``--resume`` continues a file an earlier call wrote (its complete rows kept and their problems
+skipped; a row with a failed mode is measured again), so a run longer than one GPU call is made
+in several. Problems run in a fixed pseudo-random order, so the rows of a run cut short are a
+fair sample. ``--families`` takes the validation problems of named model families
+(``held-out``: those of ``trained_models/data/h100/problems/zoo-holdout.json``), all of them
+unless ``--problems`` is given, and the summary is given per workload class too.
 
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
