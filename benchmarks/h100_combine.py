@@ -19,7 +19,7 @@ from pathlib import Path
 from diode_backend.offline.dataset import DatasetMeta, load_dataset, write_shard
 
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
-RUNS = ("2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b")
+RUNS = ("2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b", "2026-11-24-zoo")
 
 
 def main() -> None:
