@@ -57,13 +57,13 @@ class CompileCost:
     """Seconds to compile one GEMM with DIODE, as a linear model of what it compiles and times.
 
     ``base_s``: a library (ATen) kernel alone (tracing, lowering, ranking, code generation).
-    Compiled (Triton) kernels are built in parallel, so the first adds ``first_compile_s`` and
-    each further one only ``parallel_compile_s``. When more than one candidate is measured,
-    each adds ``timing_s`` (its benchmark, its share of the benchmarking setup)."""
+    ``compile_s``: compiled (Triton) kernels, built in parallel (Inductor's precompilation, a
+    worker per core), so any number of them up to the workers costs the wall time of one.
+    ``timing_s``: each candidate measured when more than one is (its benchmark and its share of
+    the benchmarking setup); a single pick times nothing."""
 
     base_s: float
-    first_compile_s: float
-    parallel_compile_s: float
+    compile_s: float
     timing_s: float
 
     def seconds(self, compiled: int, measured: int) -> float:
@@ -72,23 +72,21 @@ class CompileCost:
         return sum(c * x for c, x in zip(self.constants(), cost_terms(compiled, measured)))
 
     def constants(self) -> tuple[float, ...]:
-        return (self.base_s, self.first_compile_s, self.parallel_compile_s, self.timing_s)
+        return (self.base_s, self.compile_s, self.timing_s)
 
 
 def cost_terms(compiled: int, measured: int) -> tuple[float, ...]:
     """The regressors of :class:`CompileCost`, in the order of its constants."""
-    return (1.0, float(compiled > 0), float(max(compiled - 1, 0)), float(measured if measured > 1 else 0))
+    return (1.0, float(compiled > 0), float(measured if measured > 1 else 0))
 
 
 def fit_compile_cost(rows: Sequence[tuple[int, int, float]]) -> tuple[CompileCost, dict[str, float]]:
-    """Fit :class:`CompileCost` to ``(compiled, measured, seconds)`` rows by least squares of
-    the relative error (a 0.2 s compile weighs as much as a 5 s one); returns it and the fit's
-    relative errors (median, 90th percentile and worst of ``|predicted / measured - 1|``) and its
-    total over the rows' total."""
+    """Fit :class:`CompileCost` to ``(compiled, measured, seconds)`` rows by least squares (so its
+    total over the rows is theirs: totals are what the grid compares); returns it and the fit's
+    relative errors per row (median, 90th percentile and worst of ``|predicted / measured - 1|``)."""
     terms = torch.tensor([cost_terms(c, m) for c, m, _ in rows], dtype=torch.float64)
     seconds = torch.tensor([s for _, _, s in rows], dtype=torch.float64)
-    solution = torch.linalg.lstsq(terms / seconds[:, None], torch.ones_like(seconds)[:, None]).solution
-    cost = CompileCost(*solution.squeeze(1).tolist())
+    cost = CompileCost(*torch.linalg.lstsq(terms, seconds[:, None]).solution.squeeze(1).tolist())
     predicted = torch.tensor([cost.seconds(c, m) for c, m, _ in rows], dtype=torch.float64)
     error = (predicted / seconds - 1).abs()
     return cost, {
