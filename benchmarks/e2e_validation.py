@@ -9,7 +9,9 @@ measured candidate is known), the GEMM is compiled with:
   ``fast_autotune=True``, everything else at its default (a confident pick is compiled alone,
   an unsure one has its top-k benchmarked; the stats say which happened);
 - optionally ``diode_pick`` (``--modes``): the same with ``diode_fallback_to_autotune=False``,
-  the model's top pick whatever its confidence.
+  the model's top pick whatever its confidence;
+- ``diode_warm`` (with ``--warm-from``): ``diode_fast``'s options in a new process whose DIODE
+  prediction cache is the one an earlier run filled.
 
 Method: one process; each mode first compiles a warm-up GEMM so one-time costs (CUDA context,
 Triton import, compile workers) stay out of the rows; Inductor's caches off
@@ -25,9 +27,20 @@ all modes alike; ``vs_best`` divides it by the dataset's fastest measured candid
 ``--resume`` continues a file an earlier call wrote (its complete rows kept and their problems
 skipped; a row with a failed mode is measured again), so a run longer than one GPU call is made
 in several. Problems run in a fixed pseudo-random order, so the rows of a run cut short are a
-fair sample. ``--families`` takes the validation problems of named model families
-(``held-out``: those of ``trained_models/data/h100/problems/zoo-holdout.json``), all of them
-unless ``--problems`` is given, and the summary is given per workload class too.
+fair sample. Each run records its cache folders (``caches``). ``--families`` takes the
+validation problems of named model families (``held-out``: those of
+``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
+given, and the summary is given per workload class too.
+
+Warm cache: ``--warm-from FILE`` compiles the problems of an earlier run's complete rows again,
+in a new process, with Inductor's caches off and DIODE's prediction cache the earlier run's
+(``caches.diode`` of FILE: run both on one machine, the earlier in one call, without
+``--resume``); modes ``no_autotune,diode_warm`` unless ``--modes`` says otherwise. Each row
+gets ``warm``: the earlier ``diode_fast`` decision's pick and kept count against
+``diode_warm``'s, and whether the picks match (for a kept count above one the pick is the
+predicted best, not the kernel Inductor's benchmark then chose); the summary's ``warm`` gives
+diode_warm's compile time over no_autotune's and the share of matching picks. Triton's kernel
+cache is fresh in each run unless ``TRITON_CACHE_DIR`` is set to one folder for both.
 
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
@@ -67,9 +80,11 @@ from diode_backend.problem import GemmProblem  # noqa: E402
 from diode_backend.offline.workload import workload_class  # noqa: E402
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
+#: DIODE with its defaults.
+DIODE_DEFAULTS = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fast_autotune": True}
 MODES = {
     "no_autotune": {},
-    "diode_fast": {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fast_autotune": True},
+    "diode_fast": DIODE_DEFAULTS,
     "diode_pick": {
         "max_autotune": True,
         "max_autotune_gemm_backends": "DIODE",
@@ -81,8 +96,12 @@ MODES = {
         "max_autotune_gemm_backends": "ATEN,TRITON",
         "max_autotune_gemm_search_space": "DEFAULT",
     },
+    "diode_warm": DIODE_DEFAULTS,
 }
 DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default")
+WARM_MODES = ("no_autotune", "diode_warm")
+#: How close to no autotuning a warm compile must be (issue 14: within 10%).
+WARM_BOUND = 1.1
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
@@ -138,6 +157,7 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
     error = float((out.double() - reference).norm() / reference.norm().clamp(min=1e-30))
     stats = diode_backend.stats()
     decision = stats["recent_decisions"][-1] if stats["recent_decisions"] else None
+    counted = stats["counters"]
     return {
         "compile_s": compile_s,
         "relative_error": error,
@@ -147,6 +167,8 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
             "fallbacks": stats["fallbacks"],
             "errors": stats["errors"],
             "decision": decision,
+            "cache_hits": counted.get("prediction_cache_hits", 0),
+            "cache_misses": counted.get("prediction_cache_misses", 0),
         }
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,
@@ -184,7 +206,47 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
     classes = sorted({row["workload_class"] for row in rows if "workload_class" in row})
     if len(classes) > 1:
         summary["by_class"] = {c: summarize_rows([r for r in rows if r.get("workload_class") == c], modes) for c in classes}
+    if any("warm" in row for row in rows):
+        summary["warm"] = summarize_warm(rows)
     return summary
+
+
+def warm_comparison(cold: dict, warm: dict) -> dict:
+    """One problem's DIODE decision in the earlier (cold) run's ``diode_fast`` against the warm
+    run's ``diode_warm`` (None where it failed or decided nothing)."""
+    before = cold["modes"]["diode_fast"]["diode"]["decision"]
+    after = (warm["modes"].get("diode_warm", {}).get("diode") or {}).get("decision")
+    return {
+        "cold_pick": before["pick"],
+        "cold_kept": before["kept"],
+        "warm_pick": after["pick"] if after else None,
+        "warm_kept": after["kept"] if after else None,
+        "same_pick": bool(after) and after["pick"] == before["pick"],
+    }
+
+
+def summarize_warm(rows: list[dict]) -> dict:
+    """Over the rows both ``diode_warm`` and ``no_autotune`` compiled: diode_warm's compile time
+    over no_autotune's (geometric mean of the rows' ratios, ratio of the totals, share of rows
+    within :data:`WARM_BOUND`), and the share of rows whose warm pick is the cold run's."""
+    pairs = [
+        (row["modes"]["diode_warm"]["compile_s"], row["modes"]["no_autotune"]["compile_s"])
+        for row in rows
+        if all("compile_s" in row["modes"].get(mode, {}) for mode in WARM_MODES)
+    ]
+    compared = [row["warm"] for row in rows if "warm" in row]
+    if not pairs:
+        return {"problems": 0}
+    ratios = torch.tensor([warm / plain for warm, plain in pairs], dtype=torch.float64)
+    return {
+        "problems": len(pairs),
+        "compile_over_no_autotune_geomean": float(ratios.log().mean().exp()),
+        "compile_over_no_autotune_total": sum(w for w, _ in pairs) / sum(p for _, p in pairs),
+        "within_bound_share": float((ratios <= WARM_BOUND).double().mean()),
+        "bound": WARM_BOUND,
+        "same_pick_share": sum(c["same_pick"] for c in compared) / len(compared),
+        "single_pick_share": sum(c["warm_kept"] == 1 for c in compared) / len(compared),
+    }
 
 
 def summarize_rows(rows: list[dict], modes: list[str]) -> dict:
@@ -229,15 +291,39 @@ def main(argv: list[str] | None = None) -> int:
         "problem it cannot score, DIODE alone benchmarks the whole EXHAUSTIVE space",
     )
     parser.add_argument("--dtypes", default="", help="comma-separated input dtypes to take (default all)")
-    parser.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument(
+        "--modes",
+        help=f"comma-separated, of {', '.join(MODES)} (default {','.join(DEFAULT_MODES)}; with --warm-from {','.join(WARM_MODES)})",
+    )
+    parser.add_argument(
+        "--warm-from",
+        metavar="FILE",
+        help="an earlier run's results (with diode_fast rows): compile its complete rows' problems again with "
+        "its DIODE prediction cache (the problem selection options are ignored)",
+    )
     parser.add_argument("--budget-s", type=float, default=480.0, help="start no new problem after this many seconds")
     parser.add_argument("--out", required=True, help="JSON file to write (rewritten after every problem)")
     parser.add_argument("--resume", action="store_true", help="keep the complete rows already in --out and skip their problems")
     args = parser.parse_args(argv)
-    modes = [m for m in args.modes.split(",") if m]
+    modes = [m for m in (args.modes or ",".join(WARM_MODES if args.warm_from else DEFAULT_MODES)).split(",") if m]
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         parser.error(f"unknown modes: {', '.join(unknown)}")
+    cold_rows = {}
+    if args.warm_from:
+        cold = json.loads(Path(args.warm_from).read_text())
+        cache = cold.get("caches", {}).get("diode")
+        if not cache or not Path(cache).is_dir():
+            parser.error(f"--warm-from: {args.warm_from} names no DIODE cache folder on this machine ({cache})")
+        os.environ["DIODE_CACHE_DIR"] = cache  # read at each lookup, so this process uses it from now on
+        cold_rows = {
+            row["describe"]: row for row in cold["rows"]
+            if "decision" in ((row["modes"].get("diode_fast") or {}).get("diode") or {})
+        }  # fmt: skip
+        if not cold_rows:
+            parser.error(f"--warm-from: {args.warm_from} has no diode_fast row with a decision")
+    elif "diode_warm" in modes:
+        parser.error("mode diode_warm needs --warm-from")
 
     from diode_backend.offline.collect.environment import environment, hardware_of
     from diode_backend.offline.collect.timing import Timer, TimingMethod
@@ -256,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         if (not ops or p.problem.op in ops) and (not dtypes or p.problem.dtype in dtypes)
         and (not families or family_of(p) in families)
     ]  # fmt: skip
-    count = args.problems if args.problems is not None else (len(candidates) if families else 32)
+    if cold_rows:
+        candidates = [p for p in dataset.split("validation") if p.problem.describe() in cold_rows]
+    count = args.problems if args.problems is not None else (len(candidates) if families or cold_rows else 32)
     chosen = choose(candidates, count)
     timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0))
     result = {
@@ -266,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         "hardware": hardware_of("cuda").to_dict(),
         "dataset_hardware": dataset.hardware.key,
         "modes": {mode: MODES[mode] for mode in modes},
+        "caches": {"diode": os.environ["DIODE_CACHE_DIR"], "triton": os.environ["TRITON_CACHE_DIR"]},
+        "warm_from": args.warm_from,
         "rows": [],
     }
     if args.resume and Path(args.out).exists():
@@ -275,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         # a row with a failed mode is measured again
         result["rows"] = [row for row in earlier["rows"] if not any("error" in f for f in row["modes"].values())]
         result["earlier_calls"] = earlier.get("earlier_calls", []) + [
-            {"environment": earlier["environment"], "elapsed_s": earlier.get("elapsed_s")}
+            {"environment": earlier["environment"], "elapsed_s": earlier.get("elapsed_s"), "caches": earlier.get("caches")}
         ]
     done = {row["describe"] for row in result["rows"]}
     chosen = [item for item in run_order(chosen) if item.problem.describe() not in done]
@@ -298,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
         for figures in timed:
             figures["vs_best"] = figures["runtime_us"] / item.best_us
             figures["vs_best_mode"] = figures["runtime_us"] / min(f["runtime_us"] for f in timed)
+        if cold_rows:
+            row["warm"] = warm_comparison(cold_rows[row["describe"]], row)
         result["rows"].append(row)
         result["summary"] = summarize(result["rows"], modes)
         result["elapsed_s"] = time.monotonic() - started

@@ -1,0 +1,266 @@
+"""Runtime against compile time as DIODE's defaults move, simulated on the timed H100 dataset (CPU
+only): the threshold, top-k and measure ratio chosen by a stated rule on the early-stopping
+families, then reported on the held-out families.
+
+Per problem (``diode_backend.offline.tradeoff``): a confident pick runs at its measured time,
+an unsure one at the fastest measured time of its measured set (measurement taken as exact).
+Compile time: ``CompileCost`` fitted to the compile times of an end-to-end run
+(``benchmarks/e2e_validation.py``): DIODE's single picks, and its top-k benchmarked by Inductor,
+whose compiled kernels are counted by ranking Inductor's EXHAUSTIVE list again with the model
+(this imports Inductor); max-autotune DEFAULT's rows check the model outside the range it was
+fitted on. The dataset timed a stratified quarter of Inductor's EXHAUSTIVE space per problem
+(plus its DEFAULT list on the held-out families) where DIODE ranks the whole space at run time:
+the simulation ranks, measures and judges within the timed subset.
+
+Example::
+
+    python benchmarks/defaults_tradeoff.py trained_models/data/h100/dataset \\
+        --e2e benchmarks/results/h100_e2e_heldout_2026-11-24.json \\
+        --out benchmarks/results/h100_defaults_tradeoff.json --plot docs/images/h100-defaults-tradeoff.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from diode_backend import catalog, registry
+from diode_backend.offline.dataset import load_dataset, shard_paths
+from diode_backend.offline.families import of_families
+from diode_backend.offline.plots import regret_ticks
+from diode_backend.offline.train import inference_hardware
+from diode_backend.offline.tradeoff import (
+    SELECTION_RULE,
+    SimulatedProblem,
+    choose_defaults,
+    fit_compile_cost,
+    simulate_grid,
+)
+from diode_backend.options import DiodeOptions
+from diode_backend.policy import rank_candidates
+from diode_backend.problem import KIND_ATEN, GemmProblem
+
+THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(21))
+TOP_KS = tuple(range(1, 11))
+RATIOS = tuple(round(1.0 + 0.05 * i, 2) for i in range(21))
+#: The rule's parameters: within 0.5% of the best geomean, worst at most issue 14's bound.
+GEOMEAN_SLACK = 0.005
+WORST_BOUND = 1.15
+#: Where the compile-time axis is labelled.
+COMPILE_TICKS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+#: The measure ratio the runtime ships with until this choice is merged (branch ``measure``).
+PLACEHOLDER_RATIO = 1.25
+
+
+def simulated(problems, scorer, hardware) -> list[SimulatedProblem]:
+    return [
+        SimulatedProblem(
+            rank_candidates(scorer, p.problem, p.configs, hardware), p.times_us, tuple(c.kind == KIND_ATEN for c in p.configs)
+        )
+        for p in problems
+    ]
+
+
+def cost_rows(e2e: dict, scorer, hardware) -> dict[str, list[tuple[int, int, float]]]:
+    """``(compiled, measured, seconds)`` per compile of the end-to-end run, by mode: a DIODE
+    decision compiles its non-ATen kept candidates (for a top-k, ranked again over Inductor's
+    EXHAUSTIVE list); max-autotune DEFAULT compiles its DEFAULT list's."""
+    rows: dict[str, list[tuple[int, int, float]]] = {"diode": [], "max_autotune_default": [], "no_autotune": []}
+    for row in e2e["rows"]:
+        problem = GemmProblem(**row["problem"])
+        for mode, figures in row["modes"].items():
+            if "compile_s" not in figures:
+                continue
+            seconds = figures["compile_s"]
+            if mode == "no_autotune":
+                rows[mode].append((0, 1, seconds))
+            elif mode == "max_autotune_default":
+                listed = registry.candidate_configs(problem, hardware, "DEFAULT") or []
+                rows[mode].append((sum(c.kind != KIND_ATEN for c in listed), len(listed), seconds))
+            else:
+                decision = figures["diode"]["decision"]
+                kept = decision["kept"]
+                if kept == 1:
+                    compiled = int(not decision["pick"].startswith(f"{KIND_ATEN}::"))
+                else:
+                    configs = registry.candidate_configs(problem, hardware, "EXHAUSTIVE") or []
+                    ranking = rank_candidates(scorer, problem, configs, hardware)
+                    compiled = sum(configs[i].kind != KIND_ATEN for i in ranking.order[:kept])
+                rows["diode"].append((compiled, kept, seconds))
+    return rows
+
+
+def totals(rows: list[tuple[int, int, float]], cost) -> dict:
+    """Measured and predicted total seconds of ``rows``, with the median number compiled."""
+    return {
+        "rows": len(rows),
+        "compiled_median": statistics.median(c for c, _, _ in rows),
+        "measured_total_s": sum(s for _, _, s in rows),
+        "predicted_total_s": sum(cost.seconds(c, m) for c, m, _ in rows),
+    }
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="+", type=Path, help="the timed dataset (every candidate of a problem measured)")
+    parser.add_argument("--model", default="trained_models/nvidia-h100-gemm", help="a model name or folder (default: the shipped H100 model)")
+    parser.add_argument("--e2e", type=Path, required=True, help="an end-to-end results JSON with diode_pick and diode_fast rows")
+    parser.add_argument("--out", type=Path, required=True, help="results JSON to write")
+    parser.add_argument("--plot", type=Path, help="PNG to write (needs matplotlib)")
+    args = parser.parse_args(argv)
+
+    dataset = load_dataset(args.data)
+    hardware = inference_hardware(dataset.hardware)
+    entry = catalog.pick_entry(hardware, args.model)
+    scorer = registry.load_scorer(entry)
+    training = scorer.checkpoint.training
+    # the families the model stopped early on are where it may be tuned; its held-out ones are reported
+    stopping = [p for p in of_families(dataset.problems, training["stopping_families"]) if p.split == "train"]
+    if len(stopping) != training["stopping_problems"]:
+        raise SystemExit(f"{len(stopping)} early-stopping problems in the data, the model stopped on {training['stopping_problems']}")
+    held_out = of_families(dataset.problems, training["holdout_families"])
+
+    e2e = json.loads(args.e2e.read_text())
+    rows = cost_rows(e2e, scorer, hardware)
+    cost, fit = fit_compile_cost(rows["diode"])
+    groups = {
+        "aten_alone": lambda c, m: c == 0 and m == 1,
+        "compiled_alone": lambda c, m: c > 0 and m == 1,
+        "measured": lambda c, m: m > 1,
+    }
+    fit["by_group"] = {name: totals([r for r in rows["diode"] if rule(*r[:2])], cost) for name, rule in groups.items()}
+    check = totals(rows["max_autotune_default"], cost)
+    default_rows = rows["max_autotune_default"]
+    reference = {
+        "no_autotune_mean_s": statistics.fmean(s for _, _, s in rows["no_autotune"]),
+        "max_autotune_default_mean_s": statistics.fmean(s for _, _, s in default_rows),
+        "rows": len(e2e["rows"]),
+    }
+
+    sets = {"stopping": simulated(stopping, scorer, hardware), "held_out": simulated(held_out, scorer, hardware)}
+    grids = {name: simulate_grid(problems, cost, THRESHOLDS, TOP_KS, RATIOS) for name, problems in sets.items()}
+    chosen = choose_defaults(grids["stopping"], GEOMEAN_SLACK, WORST_BOUND)
+    key = (chosen["threshold"], chosen["top_k"], chosen["ratio"])
+    options = DiodeOptions()
+    current = (options.diode_confidence_threshold, options.diode_top_k, PLACEHOLDER_RATIO)
+
+    def at(name: str, point: tuple) -> dict:
+        return next(r for r in grids[name] if (r["threshold"], r["top_k"], r["ratio"]) == point)
+
+    result = {
+        "benchmark": "defaults_tradeoff",
+        "device": "none: a CPU computation on timings recorded on the GPU",
+        "data": {
+            "paths": [str(p) for p in args.data],
+            "sha256": {str(path): sha256(path) for p in args.data for path in shard_paths(p)},
+            "hardware": dataset.hardware.key,
+        },
+        "method": " ".join(__doc__.split("\n\n")[1].split()),
+        "model": {"path": args.model, "identity": scorer.identity},
+        "e2e": {"path": str(args.e2e), "sha256": sha256(args.e2e)},
+        "families": {
+            "stopping": {"names": training["stopping_families"], "problems": len(stopping)},
+            "held_out": {"names": training["holdout_families"], "problems": len(held_out)},
+        },
+        "compile_cost": {
+            "constants_s": dict(zip(("base", "compile", "timing"), cost.constants())),
+            "fit": fit,
+            "max_autotune_default_check": check,
+            "reference": reference,
+        },
+        "grid": {"thresholds": THRESHOLDS, "top_ks": TOP_KS, "ratios": RATIOS},
+        "rule": {"text": SELECTION_RULE, "geomean_slack": GEOMEAN_SLACK, "worst_bound": WORST_BOUND, "selected_on": "stopping"},
+        "chosen": {"threshold": key[0], "top_k": key[1], "ratio": key[2], "stopping": chosen, "held_out": at("held_out", key)},
+        "current": {
+            "threshold": current[0], "top_k": current[1], "ratio": current[2],
+            "stopping": at("stopping", current), "held_out": at("held_out", current),
+        },  # fmt: skip
+        "points": {name: table(rows) for name, rows in grids.items()},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render(result) + "\n")
+    if args.plot:
+        plot(result, grids, args.plot, [key[1:], current[1:], (1, 1.0), (TOP_KS[-1], RATIOS[-1])])
+    print(json.dumps({k: result[k] for k in ("compile_cost", "chosen", "current")}, indent=2))
+    return 0
+
+
+def render(value, depth: int = 0) -> str:
+    """JSON with one key per line and every list of plain values on one line (a grid row)."""
+    pad, inner = " " * depth, " " * (depth + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(key)}: {render(item, depth + 1)}" for key, item in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, (list, tuple)) and any(isinstance(item, (dict, list, tuple)) for item in value):
+        return "[\n" + ",\n".join(inner + render(item, depth + 1) for item in value) + f"\n{pad}]"
+    return json.dumps(value)
+
+
+def table(rows: list[dict]) -> dict:
+    """Grid rows as a column table (one list per row, figures to 5 decimals): a quarter of the
+    size of a list of objects."""
+    columns = list(rows[0])
+    return {"columns": columns, "rows": [[round(r[c], 5) for c in columns] for r in rows]}
+
+
+def plot(result: dict, grids: dict[str, list[dict]], path: Path, settings: list[tuple]) -> None:
+    """Geomean and worst runtime over best against mean compile seconds per GEMM as the threshold
+    moves, one curve per (top_k, ratio) of ``settings``; the chosen point marked; the stopping
+    families (where it was chosen) and the held-out ones side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    chosen, reference = result["chosen"], result["compile_cost"]["reference"]
+    settings = list(dict.fromkeys(settings))
+    figure, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
+    titles = {"stopping": "early-stopping families (chosen here)", "held_out": "held-out families (reported)"}
+    for column, name in enumerate(("stopping", "held_out")):
+        points = [r for r in grids[name] if (r["top_k"], r["ratio"]) in settings]
+        for row, figure_name in enumerate(("geomean", "worst")):
+            ax = axes[row][column]
+            for top_k, ratio in settings:
+                curve = sorted((r for r in points if (r["top_k"], r["ratio"]) == (top_k, ratio)), key=lambda r: r["threshold"])
+                label = f"top_k {top_k}, ratio {ratio:g}" + (" (chosen)" if (top_k, ratio) == (chosen["top_k"], chosen["ratio"]) else "")
+                ax.plot([r["compile_s_mean"] for r in curve], [r[figure_name] for r in curve], marker=".", label=label)
+            mark = chosen[name]
+            ax.plot([mark["compile_s_mean"]], [mark[figure_name]], marker="*", markersize=14, color="black", linestyle="none",
+                    label=f"chosen: threshold {chosen['threshold']:g}")  # fmt: skip
+            ax.axvline(reference["no_autotune_mean_s"], color="grey", linestyle=":", label="no autotuning (e2e)")
+            ax.axvline(0.1 * reference["max_autotune_default_mean_s"], color="grey", linestyle="--", label="0.1x max-autotune DEFAULT (e2e)")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ticks = regret_ticks(max(r[figure_name] for r in points))
+            ax.yaxis.set_major_locator(FixedLocator(ticks))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}x"))
+            ax.xaxis.set_major_locator(FixedLocator(COMPILE_TICKS_S))
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g} s"))
+            ax.set_ylim(1.0, ticks[-1])
+            ax.grid(True, alpha=0.3)
+            ax.set_ylabel(f"runtime over best, {figure_name}")
+            if row == 0:
+                ax.set_title(f"{titles[name]}, {result['families'][name]['problems']} problems")
+            else:
+                ax.set_xlabel("simulated compile time per GEMM (mean)")
+    axes[0][1].legend(fontsize=7, loc="upper right")
+    figure.suptitle("DIODE's defaults: threshold 0 (left end of each curve) to 1 (right end)")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""What the defaults of ``diode_confidence_threshold``, ``diode_top_k`` and the measure ratio give
+and cost, simulated on problems whose every candidate was timed.
+
+For each problem and setting: when the model's confidence reaches the threshold, DIODE compiles
+its predicted best alone and the problem runs at that candidate's measured time; otherwise DIODE
+measures its measured set (:func:`measured_set`) and the problem runs at the fastest measured
+time in it. Measurement is taken as exact: the simulated timer always finds the set's true
+winner. Compile time comes from :class:`CompileCost`, a linear model fitted to end-to-end compile
+times (:func:`fit_compile_cost`). :func:`choose_defaults` applies a selection rule to the grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..policy import Ranking
+from .validate import spread
+
+
+@dataclass(frozen=True)
+class SimulatedProblem:
+    """One problem as the simulation sees it: the model's ranking of its candidates, each
+    candidate's measured time (microseconds) and whether it is an ATen (library) call, which
+    needs no compile."""
+
+    ranking: Ranking
+    measured_us: tuple[float, ...]
+    aten: tuple[bool, ...]
+
+    @property
+    def best_us(self) -> float:
+        return min(self.measured_us)
+
+
+def measured_set(ranking: Ranking, aten: Sequence[bool], top_k: int, ratio: float) -> tuple[int, ...]:
+    """The candidates DIODE measures when it is not confident; mirrors the rule of
+    ``policy.measured_set`` (branch ``measure``), to be replaced by it: the scored candidates in
+    predicted order whose predicted time is within ``ratio`` of the predicted best, at most
+    ``top_k`` of them, plus the predicted-best ATen candidate, the predicted-best compiled
+    (Triton) candidate and every unscored candidate."""
+    order = ranking.order
+    if not order:
+        return ranking.unscored
+    limit = ranking.times_us[order[0]] * ratio
+    close = [i for i in order[:top_k] if ranking.times_us[i] <= limit]
+    extras = [next((i for i in order if aten[i] == kind), None) for kind in (True, False)]
+    return tuple(dict.fromkeys(close + [i for i in extras if i is not None] + list(ranking.unscored)))
+
+
+@dataclass(frozen=True)
+class CompileCost:
+    """Seconds to compile one GEMM with DIODE, as a linear model of what it compiles and times.
+
+    ``base_s``: a library (ATen) kernel alone (tracing, lowering, ranking, code generation).
+    ``compile_s``: compiled (Triton) kernels, built in parallel (Inductor's precompilation, a
+    worker per core), so any number of them up to the workers costs the wall time of one.
+    ``timing_s``: each candidate measured when more than one is (its benchmark and its share of
+    the benchmarking setup); a single pick times nothing."""
+
+    base_s: float
+    compile_s: float
+    timing_s: float
+
+    def seconds(self, compiled: int, measured: int) -> float:
+        """The compile time of a GEMM that compiles ``compiled`` kernels and measures ``measured``
+        candidates (1: a single pick, nothing timed)."""
+        return sum(c * x for c, x in zip(self.constants(), cost_terms(compiled, measured)))
+
+    def constants(self) -> tuple[float, ...]:
+        return (self.base_s, self.compile_s, self.timing_s)
+
+
+def cost_terms(compiled: int, measured: int) -> tuple[float, ...]:
+    """The regressors of :class:`CompileCost`, in the order of its constants."""
+    return (1.0, float(compiled > 0), float(measured if measured > 1 else 0))
+
+
+def fit_compile_cost(rows: Sequence[tuple[int, int, float]]) -> tuple[CompileCost, dict[str, float]]:
+    """Fit :class:`CompileCost` to ``(compiled, measured, seconds)`` rows by least squares (so its
+    total over the rows is theirs: totals are what the grid compares); returns it and the fit's
+    relative errors per row (median, 90th percentile and worst of ``|predicted / measured - 1|``)."""
+    terms = torch.tensor([cost_terms(c, m) for c, m, _ in rows], dtype=torch.float64)
+    seconds = torch.tensor([s for _, _, s in rows], dtype=torch.float64)
+    cost = CompileCost(*torch.linalg.lstsq(terms, seconds[:, None]).solution.squeeze(1).tolist())
+    predicted = torch.tensor([cost.seconds(c, m) for c, m, _ in rows], dtype=torch.float64)
+    error = (predicted / seconds - 1).abs()
+    return cost, {
+        "rows": len(rows),
+        "relative_error_median": float(error.median()),
+        "relative_error_p90": float(torch.quantile(error, 0.9)),
+        "relative_error_worst": float(error.max()),
+        "total_over_measured": float(predicted.sum() / seconds.sum()),
+    }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One problem under one setting: runtime over the best measured candidate, compile seconds."""
+
+    regret: float
+    compile_s: float
+
+
+def pick_outcome(problem: SimulatedProblem, cost: CompileCost) -> Outcome:
+    """The predicted best compiled alone."""
+    order = problem.ranking.order
+    if not order:  # nothing scored: everything is measured, whatever the threshold
+        return measure_outcome(problem, cost, len(problem.measured_us), math.inf)
+    best = order[0]
+    return Outcome(problem.measured_us[best] / problem.best_us, cost.seconds(int(not problem.aten[best]), 1))
+
+
+def measure_outcome(problem: SimulatedProblem, cost: CompileCost, top_k: int, ratio: float) -> Outcome:
+    """The measured set measured exactly and its fastest compiled."""
+    chosen = measured_set(problem.ranking, problem.aten, top_k, ratio)
+    compiled = sum(not problem.aten[i] for i in chosen)
+    fastest = min(problem.measured_us[i] for i in chosen)
+    return Outcome(fastest / problem.best_us, cost.seconds(compiled, len(chosen)))
+
+
+def simulate_grid(
+    problems: Sequence[SimulatedProblem],
+    cost: CompileCost,
+    thresholds: Sequence[float],
+    top_ks: Sequence[int],
+    ratios: Sequence[float],
+) -> list[dict[str, float]]:
+    """One row per (threshold, top_k, ratio): runtime over best (geomean, p90, worst), total and
+    mean compile seconds, the share of problems picked alone and the mean size of the measured
+    sets."""
+    picks = [pick_outcome(p, cost) for p in problems]
+    confidences = [p.ranking.confidence if p.ranking.order else None for p in problems]
+    rows = []
+    for top_k, ratio in itertools.product(top_ks, ratios):
+        measured = [measure_outcome(p, cost, top_k, ratio) for p in problems]
+        sizes = [len(measured_set(p.ranking, p.aten, top_k, ratio)) for p in problems]
+        for threshold in thresholds:
+            alone = [c is not None and c >= threshold for c in confidences]
+            chosen = [pick if one else other for pick, other, one in zip(picks, measured, alone)]
+            compile_s = sum(o.compile_s for o in chosen)
+            measured_sizes = [size for size, one in zip(sizes, alone) if not one]
+            rows.append({
+                "threshold": threshold, "top_k": top_k, "ratio": ratio,
+                **spread([o.regret for o in chosen]),
+                "compile_s_total": compile_s, "compile_s_mean": compile_s / len(chosen),
+                "single_pick_share": sum(alone) / len(alone),
+                "measured_set_mean": sum(measured_sizes) / len(measured_sizes) if measured_sizes else 0.0,
+            })  # fmt: skip
+    return rows
+
+
+#: The selection rule, stated before the grid was computed.
+SELECTION_RULE = (
+    "Among the grid points evaluated on the early-stopping families: those whose runtime-over-best "
+    "geomean is at most (1 + geomean_slack) times the grid's least geomean and whose worst is at "
+    "most worst_bound (if no point meets worst_bound: at most the grid's least worst). Of these, the "
+    "one with the least total simulated compile time; ties go to the higher threshold, then the "
+    "smaller top_k, then the smaller ratio."
+)
+
+
+def choose_defaults(rows: Sequence[dict[str, float]], geomean_slack: float, worst_bound: float) -> dict[str, float]:
+    """The grid row :data:`SELECTION_RULE` selects."""
+    least_geomean = min(r["geomean"] for r in rows)
+    bound = max(worst_bound, min(r["worst"] for r in rows))
+    eligible = [r for r in rows if r["geomean"] <= least_geomean * (1 + geomean_slack) and r["worst"] <= bound]
+    return min(eligible, key=lambda r: (r["compile_s_total"], -r["threshold"], r["top_k"], r["ratio"]))

@@ -1,0 +1,95 @@
+"""The defaults trade-off simulation on tiny hand-made problems: which candidates an unsure DIODE
+measures, what a problem then costs and runs at, and which grid point the selection rule takes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from diode_backend.offline.tradeoff import (
+    CompileCost,
+    SimulatedProblem,
+    choose_defaults,
+    fit_compile_cost,
+    measured_set,
+    simulate_grid,
+)
+from diode_backend.policy import Ranking
+from diode_backend.scorer import Prediction
+
+COST = CompileCost(base_s=0.2, compile_s=0.4, timing_s=0.3)
+
+
+def problem(predicted, measured, aten, confidence=None) -> SimulatedProblem:
+    return SimulatedProblem(Ranking.of(Prediction(tuple(predicted), confidence)), tuple(measured), tuple(aten))
+
+
+# predicted order: 1 (triton), 2 (triton), 0 (aten), 3 (triton), 4 (unscored)
+FOUR = problem(
+    predicted=[12.0, 10.0, 11.0, 30.0, math.nan],
+    measured=[9.0, 14.0, 11.0, 8.0, 20.0],
+    aten=[True, False, False, False, False],
+    confidence=0.7,
+)
+
+
+def test_measured_set_takes_the_close_ones_up_to_top_k_plus_best_aten_best_triton_and_unscored():
+    ranking, aten = FOUR.ranking, FOUR.aten
+    assert measured_set(ranking, aten, top_k=5, ratio=1.25) == (1, 2, 0, 4)
+    assert measured_set(ranking, aten, top_k=1, ratio=2.0) == (1, 0, 4)  # capped; ATen always
+    assert measured_set(ranking, aten, top_k=10, ratio=1.0) == (1, 0, 4)
+    assert measured_set(ranking, aten, top_k=10, ratio=3.0) == (1, 2, 0, 3, 4)
+
+
+def test_an_aten_top_pick_still_brings_the_best_triton_candidate():
+    ranking = Ranking.of(Prediction((5.0, 6.0, 20.0)))
+    assert measured_set(ranking, (True, True, False), top_k=1, ratio=1.0) == (0, 2)
+
+
+def test_parallel_compiles_cost_one_and_each_timed_candidate_adds():
+    assert COST.seconds(0, 1) == pytest.approx(0.2)  # ATen alone
+    assert COST.seconds(1, 1) == pytest.approx(0.6)  # one Triton kernel, nothing timed
+    assert COST.seconds(3, 4) == pytest.approx(0.2 + 0.4 + 4 * 0.3)
+    assert COST.seconds(0, 2) == pytest.approx(0.2 + 2 * 0.3)  # two ATen calls timed
+
+
+def test_the_fit_recovers_the_constants_and_reports_its_error():
+    rows = [(c, m, COST.seconds(c, m)) for c, m in ((0, 1), (1, 1), (3, 5), (4, 5), (2, 3))]
+    fitted, fit = fit_compile_cost(rows)
+    assert fitted.constants() == pytest.approx(COST.constants())
+    assert fit["relative_error_worst"] == pytest.approx(0.0, abs=1e-9)
+    noisy, fit = fit_compile_cost([(c, m, s * f) for (c, m, s), f in zip(rows, (1.1, 0.9, 1.0, 1.2, 0.8))])
+    assert fit["relative_error_worst"] > 0.05
+    assert fit["total_over_measured"] == pytest.approx(1.0)  # least squares keeps the total
+
+
+def test_the_threshold_switches_between_the_pick_and_the_measured_set():
+    # picked alone: candidate 1 runs 14 / 8; measured (top_k 1, ratio 1): {1, 0, 4} runs 9 / 8
+    rows = simulate_grid([FOUR], COST, thresholds=(0.5, 0.9), top_ks=(1,), ratios=(1.0,))
+    confident, unsure = rows
+    assert (confident["geomean"], confident["compile_s_total"], confident["single_pick_share"]) == pytest.approx((14 / 8, 0.6, 1.0))
+    assert unsure["geomean"] == pytest.approx(9 / 8)
+    assert unsure["compile_s_total"] == pytest.approx(COST.seconds(2, 3))
+    assert (unsure["single_pick_share"], unsure["measured_set_mean"]) == (0.0, 3.0)
+
+
+def row(threshold, top_k, ratio, geomean, worst, compile_s):
+    return {"threshold": threshold, "top_k": top_k, "ratio": ratio, "geomean": geomean, "worst": worst, "compile_s_total": compile_s}
+
+
+def test_the_rule_takes_the_cheapest_near_best_point_within_the_worst_bound():
+    rows = [
+        row(1.0, 10, 2.0, 1.000, 1.05, 100.0),  # best, dearest
+        row(0.9, 5, 1.2, 1.004, 1.10, 40.0),  # the choice
+        row(0.8, 5, 1.2, 1.004, 1.30, 30.0),  # cheaper, but its worst is over the bound
+        row(0.5, 1, 1.0, 1.020, 1.10, 10.0),  # cheaper, but not near the best geomean
+        row(0.95, 3, 1.1, 1.004, 1.10, 40.0),  # same cost: the higher threshold wins the tie
+    ]
+    assert choose_defaults(rows, geomean_slack=0.005, worst_bound=1.15) == rows[4]
+    assert choose_defaults(rows[:4], geomean_slack=0.005, worst_bound=1.15) == rows[1]
+
+
+def test_the_rule_falls_back_to_the_least_worst_when_no_point_meets_the_bound():
+    rows = [row(1.0, 10, 2.0, 1.000, 1.20, 100.0), row(0.9, 5, 1.2, 1.001, 1.25, 40.0)]
+    assert choose_defaults(rows, geomean_slack=0.005, worst_bound=1.15) == rows[0]
