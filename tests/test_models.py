@@ -240,8 +240,8 @@ def test_models_on_the_models_path_are_registered_and_picked_by_hardware(models_
     "priority, metrics, picked, because",
     [
         (10, {}, "nvidia-h100-gemm", "where mine is not validated"),
-        (10, {"top1_regret_geomean": 1.2}, "nvidia-h100-gemm", "a validated top-1 regret of 1.035 where mine has 1.200"),
-        (10, {"top1_regret_geomean": 1.01}, "mine", "a validated top-1 regret of 1.010 where nvidia-h100-gemm has 1.035"),
+        (10, {"top1_regret_geomean": 1.2}, "nvidia-h100-gemm", "a validated top-1 regret of {shipped:.3f} where mine has 1.200"),
+        (10, {"top1_regret_geomean": 1.01}, "mine", "a validated top-1 regret of 1.010 where nvidia-h100-gemm has {shipped:.3f}"),
         (11, {}, "mine", "priority 11, above nvidia-h100-gemm's 10"),
     ],
 )
@@ -253,7 +253,8 @@ def test_a_model_on_the_models_path_outranks_the_shipped_one_only_when_it_says_s
     assert catalog.list_available_models(h100)[:2] == sorted(["mine", "nvidia-h100-gemm"], key=lambda n: n != picked)
     entry = catalog.pick_entry(h100)
     assert entry.name == picked
-    assert because in catalog.pick_reason(h100, entry)
+    shipped = catalog.scorer_entries()["nvidia-h100-gemm"].manifest.metrics["top1_regret_geomean"]
+    assert because.format(shipped=shipped) in catalog.pick_reason(h100, entry)
 
 
 def test_a_broken_manifest_hides_no_other_model(models_path, h100, caplog):
