@@ -41,6 +41,7 @@ def test_the_measured_winner_is_remembered_with_its_times(unsure, benchmarked):
     assert all(0 < t < 1e6 for t in decision.times_us)  # real host-clock medians, microseconds
     assert f"extern_kernels.{decision.winner.template.removeprefix('aten::')}(" in code
     assert benchmarked == [] and counters()["measured_decisions"] == 1
+    assert diode_backend.stats()["recent_decisions"][-1]["pick"] == decision.winner.describe()
 
 
 def test_a_measured_decision_answers_a_later_compile_even_with_another_model(scorer_plugin, unsure, benchmarked, caplog):

@@ -119,14 +119,16 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
     groups = {m.group: m.group_size for m in candidate_marks}
     candidates = sum(groups.values()) + sum(m is None for m in marks)
     measurement = _measure(kept, context, call) if len(kept) > 1 and call is not None else None
+    winner = _mark_of(kept[measurement.winner]) if measurement is not None and measurement.winner is not None else None
+    picked = winner if isinstance(winner, CandidateMark) else best  # the measured winner, else the predicted best
     counters.record_decision(
         model=context.entry.name,
-        kind=best.config.kind,
+        kind=picked.config.kind,
         candidates=candidates,
         kept=len(kept),
         confidence=ranking.confidence,
         problem=context.problem.describe(),
-        pick=best.config.describe(),
+        pick=picked.config.describe(),
     )
     if log.isEnabledFor(logging.INFO):
         log.info("%s", _decision_line(context, best, ranking.confidence, candidates, kept, selection.fallback, candidate_marks, measurement))

@@ -30,7 +30,7 @@ class GemmContext:
     #: the backends and Triton search space the candidates come from (a measured decision's key)
     space: str = ""
     #: what DIODE measured for this GEMM before (with ``diode_cache_predictions``)
-    measured: measured.MeasuredDecision | None = None
+    measured_decision: measured.MeasuredDecision | None = None
 
 
 def diode_requested() -> bool:
@@ -70,4 +70,4 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
     if options.diode_cache_predictions:
         scorer = CachingScorer(scorer)
         decision = measured.lookup(problem, hardware, space)
-    return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer, measured=decision)
+    return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer, measured_decision=decision)

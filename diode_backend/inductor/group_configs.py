@@ -39,7 +39,7 @@ class CandidateMark:
 
 @dataclass(frozen=True)
 class MeasuredMark:
-    """The choice DIODE measured fastest for this GEMM before (``context.measured``)."""
+    """The choice DIODE measured fastest for this GEMM before (``context.measured_decision``)."""
 
     context: GemmContext
     config: KernelConfig
@@ -62,9 +62,9 @@ def keep_group_configs(ktcs: list[Any], context: GemmContext) -> list[Any]:
     if context.fallback is not None:
         return _fall_back(ktcs, context.fallback, context)
     configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
-    if context.measured is not None and context.measured.winner in configs:
+    if context.measured_decision is not None and context.measured_decision.winner in configs:
         # measured before: that kernel alone, nothing ranked (step 2 hands it to Inductor alone)
-        winner = configs.index(context.measured.winner)
+        winner = configs.index(context.measured_decision.winner)
         ktcs[winner].annotations[MARK] = MeasuredMark(context, configs[winner])
         return [ktcs[winner]]
     ranking = rank_candidates(context.scorer, context.problem, configs, context.hardware)
