@@ -2,8 +2,9 @@
 was checked on: the places where torch 2.11 (GPU machines) and 2.13 differ internally, and those
 where they agree but nothing public offers the same.
 
-Each shim names the versions it covers; tests/test_inductor_compat.py and
-tests/test_inductor_configs.py exercise them.
+Each shim names the versions it covers; tests/test_inductor_compat.py,
+tests/test_inductor_configs.py and (the measuring shims) tests/test_measure_cpu.py and
+tests/test_measure_gpu.py exercise them.
 """
 
 from __future__ import annotations

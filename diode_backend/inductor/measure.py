@@ -106,9 +106,11 @@ def _on_device(device: torch.device) -> Iterator[None]:
     with torch.cuda.device(device):
         stream = _side_stream(torch.cuda.current_device())
         stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            yield
-        torch.cuda.current_stream().wait_stream(stream)
+        try:
+            with torch.cuda.stream(stream):
+                yield
+        finally:  # what follows on the compile's stream sees the measurement's work done
+            torch.cuda.current_stream().wait_stream(stream)
 
 
 def _synchronize(device: torch.device) -> None:
