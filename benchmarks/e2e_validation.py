@@ -20,7 +20,7 @@ in the order above so no mode reuses a Triton kernel another compiled for it (no
 compiles none; diode_fast compiles one to five before max_autotune_default's twenty). Compile
 time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: every
 mode's compiled function of a problem timed together, their runs interleaved round robin, as
-the dataset's candidates were (``diode_backend.offline.collect.timing``: CUDA events, L2
+the dataset's candidates were (``diode_backend.timing``: CUDA events, L2
 flushed before each run, median), more repetitions, so that drift of the machine spreads over
 all modes alike; ``vs_best`` divides it by the dataset's fastest measured candidate,
 ``vs_best_mode`` by the fastest mode of the row. Results are written after every problem;
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("mode diode_warm needs --warm-from")
 
     from diode_backend.offline.collect.environment import environment, hardware_of
-    from diode_backend.offline.collect.timing import Timer, TimingMethod
+    from diode_backend.timing import Timer, TimingMethod
 
     from torch._inductor import config
 

@@ -10,7 +10,7 @@ Method: ``benchmarks/e2e_validation.py``'s, shared with it: one process; a warm-
 mode first so one-time costs (Triton import, CUDA context) stay out of every row; Inductor's
 caches off and Triton's cache in a fresh folder, so each compile is cold; compile time = wall
 time of the first call after ``torch._dynamo.reset()``, synchronized; runtime = the compiled
-function's GPU time as the dataset's candidates are timed (``diode_backend.offline.collect.timing``:
+function's GPU time as the dataset's candidates are timed (``diode_backend.timing``:
 CUDA events, L2 flushed and the launch's host time covered before each run, median of 20 to
 200 runs), on fresh random inputs (never zeros). Runs before commit c66420c (2026-11-23) used
 ``triton.testing.do_bench`` of the compiled function, which counts the host's dispatch time on
@@ -31,7 +31,7 @@ from e2e_validation import make_case, measure, set_tf32  # sets up the caches be
 
 import torch
 
-from diode_backend.offline.collect.timing import Timer, TimingMethod
+from diode_backend.timing import Timer, TimingMethod
 from diode_backend.problem import GemmProblem
 
 SHAPES = [

@@ -51,6 +51,7 @@ APP_NAME = "diode-backend"
 #: Bump when the entry layout or the key recipe changes; old folders are then simply ignored.
 SCHEMA_VERSION = 1
 ENTRY_TAG = "diode-ranking"
+PREDICTIONS_FOLDER = f"predictions-v{SCHEMA_VERSION}"
 CACHE_DIR_ENV = "DIODE_CACHE_DIR"
 MAX_ENTRIES_ENV = "DIODE_CACHE_MAX_ENTRIES"
 MAX_BYTES_ENV = "DIODE_CACHE_MAX_BYTES"
@@ -101,27 +102,40 @@ class PredictionCache:
     def get(self, key: str, candidates: int) -> Prediction | None:
         """The prediction stored for ``key``, or None (absent, unreadable, or not a prediction
         for ``candidates`` candidates). A hit refreshes the entry's mtime for eviction."""
-        path = self.path_of(key)
-        try:
-            # DIODE writes entries as regular files: a link, FIFO or device there is damage
-            data = read_regular_file(path, MAX_ENTRY_BYTES, follow_links=False)
-        except FileNotFoundError:
+        data = self.read(key)
+        if data is None:
             return None
-        except RefusedFile:
-            data = b""
         prediction = decode_entry(data, key, candidates)
         if prediction is None:
             counters.record_counter("prediction_cache_corrupt")
             return None
-        try:
-            os.utime(path)
-        except OSError:  # evicted or cleared meanwhile: the hit stands
-            pass
+        self.touch(key)
         return prediction
 
     def put(self, key: str, prediction: Prediction) -> None:
         """Store ``prediction`` under ``key`` atomically; sometimes enforce the size limits."""
-        data = encode_entry(key, prediction)
+        self.write(key, encode_entry(key, prediction))
+
+    def read(self, key: str) -> bytes | None:
+        """The stored bytes of ``key``: None when absent, ``b""`` when not a regular file or over
+        :data:`MAX_ENTRY_BYTES` (damage, to be decoded as a miss)."""
+        try:
+            # DIODE writes entries as regular files: a link, FIFO or device there is damage
+            return read_regular_file(self.path_of(key), MAX_ENTRY_BYTES, follow_links=False)
+        except FileNotFoundError:
+            return None
+        except RefusedFile:
+            return b""
+
+    def touch(self, key: str) -> None:
+        """Mark ``key`` as just used, for least-recently-used eviction."""
+        try:
+            os.utime(self.path_of(key))
+        except OSError:  # evicted or cleared meanwhile: the hit stands
+            pass
+
+    def write(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` atomically; sometimes enforce the size limits."""
         try:
             self._write(key, data)
         except FileNotFoundError:  # the folder was removed (``diode cache clear``) since we saw it
@@ -129,6 +143,10 @@ class PredictionCache:
             self._write(key, data)
         if random.random() * self.eviction_sample < 1.0:
             self.evict()
+
+    def entries(self) -> list[Path]:
+        """The path of every entry (temporary files aside)."""
+        return [path for _, _, path in self._scan()[0]]
 
     def _write(self, key: str, data: bytes) -> None:
         final = self.path_of(key)
@@ -263,32 +281,32 @@ def prediction_key(
     ).digest()
     payload = [
         SCHEMA_VERSION,
-        _canonical(hardware.to_dict()),
+        canonical(hardware.to_dict()),
         scorer.name,
         scorer.identity,
         __version__,
         torch.__version__,
-        _canonical(problem.to_dict()),
+        canonical(problem.to_dict()),
         candidates,
     ]
     return hashlib.sha256(msgpack.packb(payload, use_bin_type=True)).hexdigest()
 
 
-def _canonical(value: Any) -> Any:
+def canonical(value: Any) -> Any:
     """Dicts as key-sorted pairs, so that equal data hashes equally whatever its insertion order."""
     if isinstance(value, dict):
-        return [[k, _canonical(value[k])] for k in sorted(value)]
+        return [[k, canonical(value[k])] for k in sorted(value)]
     if isinstance(value, (list, tuple)):
-        return [_canonical(v) for v in value]
+        return [canonical(v) for v in value]
     return value
 
 
-def cache_directory() -> Path:
+def cache_directory(folder: str = PREDICTIONS_FOLDER) -> Path:
     """The folder entries live in: ``$DIODE_CACHE_DIR`` (or the user cache folder) plus the
-    schema folder."""
+    schema folder (``folder``: another kind of entry's, e.g. measured decisions')."""
     root = os.environ.get(CACHE_DIR_ENV)
     base = Path(root).expanduser() if root else _user_cache_dir()
-    return base / f"predictions-v{SCHEMA_VERSION}"
+    return base / folder
 
 
 @functools.cache
@@ -302,10 +320,10 @@ _caches: dict[Path, PredictionCache] = {}
 _caches_lock = threading.Lock()
 
 
-def default_cache() -> PredictionCache:
-    """The process's cache for the current :func:`cache_directory` (limits from
+def default_cache(folder: str = PREDICTIONS_FOLDER) -> PredictionCache:
+    """The process's cache for the current :func:`cache_directory` of ``folder`` (limits from
     ``DIODE_CACHE_MAX_ENTRIES`` / ``DIODE_CACHE_MAX_BYTES``)."""
-    directory = cache_directory()
+    directory = cache_directory(folder)
     with _caches_lock:
         cache = _caches.get(directory)
         if cache is None:

@@ -20,6 +20,8 @@ FALLBACK_REASONS = (
     "low_confidence",  # fast_autotune asked for one pick but confidence was under the threshold
     "internal_error",  # DIODE raised; Inductor's own behaviour was used
     "choices_class_override",  # the user's inductor_choices_class does not include DIODE
+    "measurement_failed",  # every candidate DIODE measured failed: Inductor benchmarked them
+    "not_measurable",  # a candidate DIODE cannot launch (subgraph, CUTLASS, ...): Inductor benchmarked
 )
 
 _lock = threading.Lock()
@@ -40,13 +42,21 @@ class _Tally:
     def __init__(self) -> None:
         self.predictions = self.fallbacks = self.confident = 0
         self.confidence_sum = 0.0
+        self.measured = dict.fromkeys(MEASURE_COUNTERS, 0)
 
     def summary(self) -> dict[str, Any]:
         return {
             "total_predictions": self.predictions,
             "avg_confidence": self.confidence_sum / self.confident if self.confident else None,
             "fallbacks": self.fallbacks,
+            **self.measured,
         }
+
+
+#: What DIODE's own measurement did (in :func:`get_prediction_stats` and ``stats()["counters"]``):
+#: GEMMs decided by measuring, later compiles answered by a stored measured decision, and
+#: candidates dropped because they failed to compile or run.
+MEASURE_COUNTERS = ("measured_decisions", "measured_decision_hits", "measure_failed_candidates")
 
 
 def record_decision(
@@ -72,6 +82,14 @@ def record_decision(
             if confidence is not None:
                 tally.confidence_sum += confidence
                 tally.confident += 1
+
+
+def record_measure(name: str, amount: int = 1) -> None:
+    """Bump one of :data:`MEASURE_COUNTERS`."""
+    with _lock:
+        _counts[name] += amount
+        for tally in _profiles:
+            tally.measured[name] += amount
 
 
 def record_fallback(reason: str) -> None:
@@ -142,11 +160,13 @@ def get_prediction_stats() -> dict[str, Any]:
     """The original torch-diode summary of :func:`stats`: ``total_predictions`` (GEMMs DIODE
     ranked), ``avg_confidence`` (their mean confidence; None before any had one) and
     ``fallbacks`` (GEMMs DIODE did not pick alone although asked: no model, an unsupported op
-    or dtype, low confidence, an internal error, ...; by reason in ``stats()["fallbacks"]``)."""
+    or dtype, low confidence, an internal error, ...; by reason in ``stats()["fallbacks"]``),
+    and the :data:`MEASURE_COUNTERS`."""
     tally = _Tally()
     with _lock:
         tally.predictions, tally.fallbacks = _counts["decisions"], sum(_fallbacks.values())
         tally.confidence_sum, tally.confident = _confidence
+        tally.measured = {name: _counts[name] for name in MEASURE_COUNTERS}
     return tally.summary()
 
 

@@ -18,6 +18,9 @@ BACKEND_NAME = "DIODE"
 #: What ``DIODE`` alone in ``max_autotune_gemm_backends`` generates candidates from.
 DEFAULT_CANDIDATE_BACKENDS = ("ATEN", "TRITON")
 SEARCH_SPACES = ("EXHAUSTIVE", "DEFAULT")
+#: Default of ``diode_measure_ratio`` (a helper chooses it from held-out data; one constant so
+#: that it changes in one place).
+DEFAULT_MEASURE_RATIO = 1.25
 
 
 class DiodeOptionError(ValueError):
@@ -74,6 +77,18 @@ def _positive_int(name: str, value: Any) -> int:
     return number
 
 
+def _ratio(name: str, value: Any) -> float:
+    number = None
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    if number is None or not 1.0 <= number < float("inf"):
+        raise DiodeOptionError(f"{name}={value!r}: expected a finite number >= 1.0 (a ratio of times)")
+    return number
+
+
 def _text(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise DiodeOptionError(f"{name}={value!r}: expected a string ('' picks automatically)")
@@ -90,7 +105,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "fast_autotune", False, bool,
         "Trust the model: when its top pick is confident enough, compile that one kernel and "
-        "benchmark nothing. False: benchmark the predicted top diode_top_k.",
+        "benchmark nothing. False: DIODE measures the candidates that can win (diode_measure_ratio, "
+        "diode_top_k) and Inductor compiles the fastest.",
         _bool,
     ),
     OptionSpec(
@@ -101,8 +117,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "diode_fallback_to_autotune", True, bool,
-        "When there is no model, the op is unsupported or confidence is low: True autotunes as "
-        "Inductor would (the predicted top-k when a model exists); False uses the best guess.",
+        "When there is no model, the op is unsupported or confidence is low: True autotunes: "
+        "DIODE measures the candidates that can win when a model exists, Inductor autotunes as usual "
+        "without one; False uses the best guess.",
         _bool,
     ),
     OptionSpec(
@@ -113,8 +130,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "diode_top_k", 5, int,
-        "How many predicted-best candidates Inductor benchmarks when DIODE is not confident.",
+        "At most how many candidates within diode_measure_ratio of the predicted best DIODE "
+        "measures when it is not confident (the predicted-best ATen and Triton candidates and "
+        "the unscored ones are measured besides).",
         _positive_int,
+    ),
+    OptionSpec(
+        "diode_measure_ratio", DEFAULT_MEASURE_RATIO, float | int,
+        "When DIODE is not confident it measures the candidates predicted within this ratio "
+        "(>= 1.0) of the predicted best time, capped at diode_top_k.",
+        _ratio,
     ),
     OptionSpec(
         "diode_model", "", str,

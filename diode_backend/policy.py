@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .options import DiodeOptions
-from .problem import GemmProblem, HardwareInfo, KernelConfig
+from .problem import KIND_ATEN, KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
 from .scorer import GemmScorer, Prediction, checked_prediction
 
 
@@ -59,14 +59,19 @@ class Selection:
     fallback: str | None = None
 
 
-def select_candidates(ranking: Ranking, options: DiodeOptions) -> Selection:
-    """Apply the options to a ranking.
+def select_candidates(ranking: Ranking, options: DiodeOptions, kinds: Sequence[str]) -> Selection:
+    """Apply the options to a ranking of candidates of the given ``kinds`` (see
+    :func:`measured_set`).
 
     - no scored candidate: keep everything (nothing to guess with);
     - ``fast_autotune`` and confidence >= threshold, or ``diode_fallback_to_autotune=False``:
       keep the single best;
-    - otherwise: keep the predicted top ``diode_top_k`` plus the unscored candidates, for
-      Inductor to benchmark.
+    - otherwise: keep :func:`measured_set`, for DIODE to measure.
+
+    The model's uncertainty enters here, once: its calibrated confidence decides between the
+    single pick and measuring. How many are measured then follows the predicted times alone
+    (the scorer contract, :class:`~diode_backend.scorer.Prediction`, carries no per-candidate
+    spread to widen the ratio by).
     """
     everything = tuple(sorted(ranking.order + ranking.unscored))
     if not ranking.order:
@@ -74,8 +79,34 @@ def select_candidates(ranking: Ranking, options: DiodeOptions) -> Selection:
     confident = ranking.confidence is not None and ranking.confidence >= options.diode_confidence_threshold
     if options.fast_autotune and (confident or not options.diode_fallback_to_autotune):
         return Selection((ranking.order[0],))
-    top_k = ranking.order[: options.diode_top_k] + ranking.unscored
-    return Selection(top_k, "low_confidence" if options.fast_autotune else None)
+    return Selection(measured_set(ranking, kinds, options), "low_confidence" if options.fast_autotune else None)
+
+
+def measured_set(ranking: Ranking, kinds: Sequence[str], options: DiodeOptions) -> tuple[int, ...]:
+    """The candidates worth measuring, as indices into the ranked candidate list: a stable
+    contract (offline simulations of the policy call it with recorded rankings).
+
+    ``kinds[i]`` is candidate ``i``'s :attr:`~diode_backend.problem.KernelConfig.kind`
+    (``"aten"``, ``"triton"``, or another template's name). The set, in this order:
+
+    1. the scored candidates, fastest predicted first, whose predicted time is within
+       ``diode_measure_ratio`` times the predicted best (at least the best), at most
+       ``diode_top_k`` of them;
+    2. the predicted-best ``aten`` and the predicted-best ``triton`` candidate, when not among
+       them (the model may misjudge a whole kind; an ATen candidate costs no compile);
+    3. the unscored candidates, in input order (the model knows nothing of them).
+    """
+    times = ranking.times_us
+    order = ranking.order
+    if not order:
+        return ranking.unscored
+    limit = options.diode_measure_ratio * times[order[0]]
+    within = [i for i in order if times[i] <= limit][: options.diode_top_k] or [order[0]]
+    for kind in (KIND_ATEN, KIND_TRITON):
+        best_of_kind = next((i for i in order if kinds[i] == kind), None)
+        if best_of_kind is not None and best_of_kind not in within:
+            within.append(best_of_kind)
+    return tuple(within) + ranking.unscored
 
 
 def combined_confidence(

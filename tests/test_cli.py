@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -242,13 +244,62 @@ def test_cache_info_and_clear(capsys, isolated_caches):
     code, out, _ = run(capsys, "cache", "info")
     assert code == 0
     assert f"location: {isolated_caches / 'diode' / 'predictions-v1'}" in out
-    assert "entries:  3 (limit" in out
+    assert "entries:  3 predicted (limit" in out and "measured: 0 decisions" in out
     code, out, _ = run(capsys, "cache", "info", "--json")
     info = json.loads(out)
     assert info["entries"] == 3 and info["bytes"] > 0
     code, out, _ = run(capsys, "cache", "clear")
-    assert code == 0 and out.startswith("removed 3 entries")
+    assert code == 0 and out.startswith("removed 3 predicted entries")
     assert json.loads(run(capsys, "cache", "info", "--json")[1])["entries"] == 0
+
+
+def _remember(problems):
+    """Store synthetic timings as measured decisions, as DIODE stores what it measured."""
+    from synthetic_timings import H100
+
+    from diode_backend import measured
+
+    for item in problems:
+        measured.remember(measured.MeasuredDecision(item.problem, H100, item.configs, item.times_us, "DIODE/EXHAUSTIVE"))
+
+
+def test_cache_shows_measured_decisions_apart_and_lists_them(capsys, isolated_caches):
+    from synthetic_timings import synthetic_problems
+
+    problems = synthetic_problems(3)
+    _remember(problems)
+    failed = replace(problems[0], problem=replace(problems[0].problem, m=999), times_us=(math.inf,) + problems[0].times_us[1:])
+    _remember([failed])
+    info = json.loads(run(capsys, "cache", "info", "--json")[1])
+    assert info["entries"] == 0 and info["measured"]["entries"] == 4
+    code, out, _ = run(capsys, "cache", "list")
+    lines = out.splitlines()
+    assert code == 0 and lines[-1] == "4 measured decisions"
+    best = min(problems[1].times_us)
+    assert any(line.startswith(f"{problems[1].problem.describe()} on NVIDIA H100 80GB HBM3: ") and f"{best:.1f} us (fastest of {len(problems[1].configs)} measured)" in line for line in lines)
+    assert any(f"(fastest of {len(failed.configs) - 1} measured, 1 failed)" in line for line in lines)
+    code, out, _ = run(capsys, "cache", "clear")
+    assert "removed 0 predicted entries" in out and "removed 4 measured entries" in out
+
+
+def test_exported_measurements_train_a_model(capsys, isolated_caches, tmp_path):
+    """export -> a dataset shard (source 'measured') -> `diode train` reads it like any dataset."""
+    from synthetic_timings import synthetic_problems
+
+    from diode_backend.offline.dataset import load_dataset
+
+    _remember(synthetic_problems(24, "train"))
+    assert run(capsys, "cache", "export", "-o", str(tmp_path / "data"))[0] == 0
+    run(capsys, "cache", "clear")
+    _remember(synthetic_problems(8, "validation"))
+    code, out, _ = run(capsys, "cache", "export", "-o", str(tmp_path / "data"), "--split", "validation")
+    assert code == 0 and out.startswith("8 measured problems on NVIDIA H100 80GB HBM3 -> ")
+    dataset = load_dataset(tmp_path / "data")
+    assert len(dataset.split("train")) == 24 and len(dataset.split("validation")) == 8
+    assert {p.source for p in dataset} == {"measured"} and len(dataset.runs) == 2
+    code, _, err = run(capsys, "train", str(tmp_path / "data"), "-o", str(tmp_path / "model"), "--max-epochs", "1")
+    assert code == 0, err
+    assert (tmp_path / "model" / "model.pt").is_file()
 
 
 def test_cache_info_before_anything_was_cached(capsys, isolated_caches):

@@ -15,7 +15,7 @@ from diode_backend.offline.collect.environment import environment, hardware_of
 from diode_backend.offline.collect.fidelity import compare, inductor_timings, time_launches
 from diode_backend.offline.collect.plan import PlannedProblem
 from diode_backend.offline.collect.sweep import run_sweep
-from diode_backend.offline.collect.timing import GraphTimer, Timer, TimingMethod
+from diode_backend.timing import GraphTimer, Timer, TimingMethod
 from diode_backend.offline.dataset import DatasetMeta, load_dataset
 from diode_backend.inductor.configs import candidate_space, triton_candidates
 from diode_backend.problem import GemmProblem
@@ -118,7 +118,7 @@ def test_graph_timer_falls_back_to_launch_by_launch_when_a_launch_cannot_be_capt
     script = """
 import torch
 from diode_backend.offline.collect.sweep import make_operands
-from diode_backend.offline.collect.timing import GraphTimer, TimingMethod
+from diode_backend.timing import GraphTimer, TimingMethod
 from diode_backend.problem import GemmProblem
 torch.cuda.set_stream(torch.cuda.Stream())
 x = torch.zeros(1, device="cuda")

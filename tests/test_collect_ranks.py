@@ -30,7 +30,7 @@ RANK_SCRIPT = textwrap.dedent(
     from diode_backend.offline.collect.plan import PlannedProblem
     from diode_backend.offline.collect.ranks import Rank
     from diode_backend.offline.collect.sweep import run_sweep
-    from diode_backend.offline.collect.timing import TimingMethod
+    from diode_backend.timing import TimingMethod
     from diode_backend.offline.dataset import DatasetMeta
     from diode_backend.problem import GemmProblem, KernelConfig
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diode_backend.offline.collect.timing import TimingMethod
+from diode_backend.timing import TimingMethod
 
 
 def test_runs_follow_the_budget_between_the_bounds():

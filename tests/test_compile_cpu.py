@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -85,21 +86,27 @@ def test_another_scorer_picks_the_other_kernel(scorer_plugin, benchmarked):
     assert benchmarked == []
 
 
-def test_low_confidence_benchmarks_the_top_k(scorer_plugin, benchmarked):
+def test_low_confidence_measures_and_inductor_benchmarks_nothing(scorer_plugin, benchmarked):
     name = scorer_plugin(PreferScorer("aten::addmm", confidence=0.2))
-    compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model=name)
-    assert benchmarked == [2]
+    args = biased_inputs()
+    out, _ = compile_code(biased_addmm, args, **DIODE, fast_autotune=True, diode_model=name, diode_measure_ratio=3.0)
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert benchmarked == []  # DIODE timed both candidates itself and handed Inductor the fastest
     stats = diode_backend.stats()
     assert stats["fallbacks"] == {"low_confidence": 1} and stats["benchmarked_top_k"] == 1
+    assert stats["counters"]["measured_decisions"] == 1 and stats["candidates_kept"] == 2
     assert stats["mean_confidence"] == pytest.approx(0.2)
 
 
-def test_top_k_limits_what_is_benchmarked(scorer_plugin, benchmarked):
-    name = scorer_plugin(PreferScorer("aten::addmm", confidence=None))
-    compile_code(biased_addmm, biased_inputs(), **DIODE, diode_top_k=1, diode_model=name)
-    assert benchmarked == []  # top-1 of 2: a single candidate, nothing to compare
-    compile_code(biased_addmm, biased_inputs(), **DIODE, diode_top_k=2, diode_model=name)
-    assert benchmarked == [2]
+def test_top_k_and_the_ratio_limit_what_is_measured(scorer_plugin, benchmarked):
+    name = scorer_plugin(PreferScorer("aten::addmm", confidence=None))  # predicts 1.0 and 3.0 us
+    for top_k, ratio, measured in [(1, 3.0, 0), (2, 1.5, 0), (2, 3.0, 1)]:
+        diode_backend.reset_stats()
+        torch._dynamo.reset()
+        compile_code(biased_addmm, biased_inputs(), **DIODE, diode_top_k=top_k, diode_measure_ratio=ratio, diode_model=name)
+        assert diode_backend.stats()["counters"].get("measured_decisions", 0) == measured, (top_k, ratio)
+        assert diode_backend.stats()["candidates_kept"] == 1 + measured
+    assert benchmarked == []
 
 
 def test_no_fallback_uses_the_best_guess_even_when_unsure(scorer_plugin, benchmarked):
@@ -255,13 +262,17 @@ def test_each_gemm_decision_is_one_info_line(scorer_plugin, caplog):
     with caplog.at_level(logging.INFO, logger="diode_backend"):
         compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model="example-bias-epilogue")
         torch._dynamo.reset()
-        compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model=unsure)
+        compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True, diode_model=unsure, diode_measure_ratio=3.0)
         torch._dynamo.reset()
         compile_code(biased_addmm, biased_inputs(), **DIODE, fast_autotune=True)
+    measured = re.search(r"fastest (\S+) at ([0-9.]+) us", _decision_lines(caplog)[1])
+    fastest, microseconds = measured.groups()
+    assert fastest in ("aten::addmm", "aten::bias_addmm") and float(microseconds) > 0
     assert _decision_lines(caplog) == [
         "addmm 8x32x64 float32 row/row bias=row: aten::bias_addmm alone of 2 candidates, nothing benchmarked "
         "(confidence 1.00; model example-bias-epilogue, predicted)",
-        "addmm 8x32x64 float32 row/row bias=row: Inductor benchmarks 2 of 2 candidates, predicted best aten::addmm "
+        "addmm 8x32x64 float32 row/row bias=row: DIODE measured 2 of 2 candidates (0 failed), fastest "
+        f"{fastest} at {microseconds} us, predicted best aten::addmm "
         f"(confidence 0.20, under the threshold 0.9; model {unsure}, predicted)",
         "addmm 8x32x64 float32 row/row bias=row: not ranked by DIODE (no_model): Inductor benchmarks 2 candidates",
     ]
@@ -327,9 +338,12 @@ def test_prediction_stats_and_profiles_count_real_compiles():
     with diode_backend.profile_predictions() as picked:
         compile_code(biased_addmm, biased_inputs(), **options, diode_model="example-bias-epilogue")
         assert picked == {}  # filled when the block ends
-    assert picked == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 0}
+    nothing_measured = {"measured_decisions": 0, "measured_decision_hits": 0, "measure_failed_candidates": 0}
+    assert picked == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 0, **nothing_measured}
     torch._dynamo.reset()
     with diode_backend.profile_predictions() as unranked:
         compile_code(biased_addmm, biased_inputs(), **options)  # no model for a CPU
-    assert unranked == {"total_predictions": 0, "avg_confidence": None, "fallbacks": 1}
-    assert diode_backend.get_prediction_stats() == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 1}
+    assert unranked == {"total_predictions": 0, "avg_confidence": None, "fallbacks": 1, **nothing_measured}
+    assert diode_backend.get_prediction_stats() == {
+        "total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 1, **nothing_measured
+    }

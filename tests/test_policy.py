@@ -6,13 +6,18 @@ import math
 
 from diode_backend.options import DiodeOptions
 from diode_backend.scorer import Prediction
-from diode_backend.policy import Ranking, combined_confidence, select_candidates
+from diode_backend.policy import Ranking, combined_confidence, measured_set, select_candidates
 
 NAN = math.nan
 
 
 def ranking(confidence, times=(3.0, 1.0, NAN, 2.0, 4.0)):
     return Ranking.of(Prediction(times, confidence))
+
+
+TRITON = ("triton",) * 5  # the kinds of ranking()'s candidates, unless a test says otherwise
+#: every scored candidate within the ratio: only diode_top_k limits the measured set
+WIDE = {"diode_measure_ratio": 10.0}
 
 
 def test_a_prediction_orders_scored_candidates_fastest_first_and_lists_the_unscored():
@@ -24,33 +29,65 @@ def test_a_prediction_orders_scored_candidates_fastest_first_and_lists_the_unsco
 
 
 def test_confident_fast_pick_keeps_the_predicted_best():
-    selection = select_candidates(ranking(0.95), DiodeOptions(fast_autotune=True))
+    selection = select_candidates(ranking(0.95), DiodeOptions(fast_autotune=True), TRITON)
     assert selection.keep == (1,) and selection.fallback is None
 
 
 def test_unsure_fast_pick_keeps_top_k_and_unscored():
-    selection = select_candidates(ranking(0.5), DiodeOptions(fast_autotune=True, diode_top_k=2))
+    selection = select_candidates(ranking(0.5), DiodeOptions(fast_autotune=True, diode_top_k=2, **WIDE), TRITON)
     assert selection.keep == (1, 3, 2) and selection.fallback == "low_confidence"
 
 
 def test_unknown_confidence_is_not_confident():
-    selection = select_candidates(ranking(None), DiodeOptions(fast_autotune=True, diode_confidence_threshold=0.0))
+    selection = select_candidates(ranking(None), DiodeOptions(fast_autotune=True, diode_confidence_threshold=0.0), TRITON)
     assert selection.fallback == "low_confidence"
 
 
 def test_no_fallback_takes_the_best_guess():
     options = DiodeOptions(fast_autotune=True, diode_fallback_to_autotune=False)
-    assert select_candidates(ranking(0.1), options).keep == (1,)
+    assert select_candidates(ranking(0.1), options, TRITON).keep == (1,)
 
 
-def test_without_fast_autotune_top_k_is_benchmarked_without_counting_a_fallback():
-    selection = select_candidates(ranking(0.99), DiodeOptions(diode_top_k=3))
+def test_without_fast_autotune_top_k_is_measured_without_counting_a_fallback():
+    selection = select_candidates(ranking(0.99), DiodeOptions(diode_top_k=3, **WIDE), TRITON)
     assert selection.keep == (1, 3, 0, 2) and selection.fallback is None
 
 
 def test_nothing_scored_keeps_everything():
-    selection = select_candidates(ranking(None, (NAN, NAN)), DiodeOptions(fast_autotune=True))
+    selection = select_candidates(ranking(None, (NAN, NAN)), DiodeOptions(fast_autotune=True), TRITON[:2])
     assert selection.keep == (0, 1) and selection.fallback == "no_scored_candidates"
+
+
+def test_only_candidates_within_the_ratio_of_the_best_are_measured():
+    # predicted 3.0, 1.0, -, 2.0, 4.0 us: within 2.0x of 1.0 are 1.0 and 2.0
+    assert measured_set(ranking(0.5), TRITON, DiodeOptions(diode_measure_ratio=2.0)) == (1, 3, 2)
+    assert measured_set(ranking(0.5), TRITON, DiodeOptions(diode_measure_ratio=1.0)) == (1, 2)
+    assert measured_set(ranking(0.5), TRITON, DiodeOptions(diode_measure_ratio=3.0, diode_top_k=1)) == (1, 2)
+
+
+def test_the_best_of_each_kind_is_always_measured():
+    kinds = ("aten", "triton", "triton", "triton", "aten")  # the best ATen (4.0 us) is far behind
+    assert measured_set(ranking(0.5), kinds, DiodeOptions(diode_measure_ratio=1.0)) == (1, 0, 2)
+    kinds = ("triton", "aten", "triton", "triton", "triton")  # an ATen pick brings the best Triton
+    assert measured_set(ranking(0.5), kinds, DiodeOptions(diode_measure_ratio=1.0)) == (1, 3, 2)
+    kinds = ("bespoke", "bespoke", "triton", "bespoke", "bespoke")  # the unscored Triton is measured once
+    assert measured_set(ranking(0.5), kinds, DiodeOptions(diode_measure_ratio=1.0)) == (1, 2)
+
+
+def test_nothing_scored_measures_the_unscored():
+    assert measured_set(ranking(0.5, (NAN, NAN)), TRITON[:2], DiodeOptions()) == (0, 1)
+
+
+def test_the_measure_ratio_is_validated():
+    import pytest
+
+    from diode_backend.options import OPTIONS_BY_NAME, DiodeOptionError
+
+    check = OPTIONS_BY_NAME["diode_measure_ratio"].check
+    assert check("diode_measure_ratio", "1.5") == 1.5 and check("diode_measure_ratio", 1) == 1.0
+    for bad in (0.99, "x", True, float("inf"), float("nan")):
+        with pytest.raises(DiodeOptionError, match="diode_measure_ratio"):
+            check("diode_measure_ratio", bad)
 
 
 def test_combined_confidence():

@@ -2,9 +2,12 @@
 template groups for addmm): which choices Inductor benchmarks.
 
 It ranks the choices step 1 (:mod:`.group_configs`) kept and marked, all groups together, and
-keeps one (nothing is benchmarked) or the top-k; choices DIODE never saw (CPP, CUTLASS, ...)
-pass through. Each op is counted once in the stats and logged in one line at INFO on
-``diode_backend``, here.
+keeps one, or measures the set worth measuring itself (:mod:`.measure`) and keeps the fastest:
+Inductor then benchmarks nothing. Choices DIODE never saw (CPP, CUTLASS, ...) pass through (and
+are measured with the rest). A choice measured fastest before (a stored measured decision) is
+kept alone at once. When DIODE cannot measure (a choice it cannot launch) or every candidate
+fails, Inductor benchmarks the set itself. Each op is counted once in the stats and logged in
+one line at INFO on ``diode_backend``, here.
 
 torch 2.13 has ``AlgorithmSelectorCache.add_preprocessing_fn`` for this, torch 2.11 does not;
 wrapping ``AlgorithmSelectorCache.__call__`` works on both, so it is the one mechanism used.
@@ -13,18 +16,21 @@ wrapping ``AlgorithmSelectorCache.__call__`` works on both, so it is the one mec
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from .. import counters
+from .. import counters, measured
 from ..logs import log
 from ..options import DiodeOptionError
 from ..policy import Ranking, combined_confidence, rank_candidates, select_candidates
 from ..scorer import Prediction
-from .group_configs import MARK, CandidateMark, FallbackMark
+from .context import GemmContext
+from .group_configs import MARK, CandidateMark, FallbackMark, MeasuredMark
+from .measure import Measurement, NotMeasurable, measure_choices
 
 
 def patch_autotuner(select_algorithm: ModuleType) -> None:
@@ -34,17 +40,23 @@ def patch_autotuner(select_algorithm: ModuleType) -> None:
     original = cls.__call__
     if getattr(original, "_diode_wrapped", False):
         return
+    signature = inspect.signature(original)
 
     @functools.wraps(original)
     def __call__(self, name, choices, *args, **kwargs):
-        choices = _select(choices)
+        def call() -> tuple[Any, Any, Any]:
+            """The autotuner call's ``(input_nodes, layout, input_gen_fns)``, for measuring."""
+            bound = signature.bind(self, name, choices, *args, **kwargs).arguments
+            return bound["input_nodes"], bound["layout"], bound.get("input_gen_fns")
+
+        choices = _select(choices, call)
         return original(self, name, choices, *args, **kwargs)
 
     __call__._diode_wrapped = True
     cls.__call__ = __call__
 
 
-def _select(choices):
+def _select(choices, call):
     from torch._inductor import config
 
     from .context import diode_requested
@@ -59,7 +71,7 @@ def _select(choices):
                 "config.inductor_choices_class = diode_backend.with_diode(YourChoices)",
             )
             return choices
-        return choices_to_benchmark(choices)
+        return choices_to_benchmark(choices, call)
     except (DiodeOptionError, KeyboardInterrupt):
         raise
     except BaseException as err:  # SystemExit from a plugin's scorer too
@@ -78,8 +90,10 @@ def _choices_class_has_diode() -> bool:
 
 
 
-def choices_to_benchmark(choices: Sequence[Any]) -> list[Any]:
-    """The op's whole choice list -> the choices Inductor benchmarks (one: none)."""
+def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, Any, Any]] | None = None) -> list[Any]:
+    """The op's whole choice list -> the choices Inductor benchmarks (one: none). ``call`` gives
+    the autotuner call's ``(input_nodes, layout, input_gen_fns)``; without it DIODE does not
+    measure and Inductor benchmarks what DIODE kept."""
     marks = [_mark_of(choice) for choice in choices]
     fallback = next((m for m in marks if isinstance(m, FallbackMark)), None)
     if fallback is not None:
@@ -87,13 +101,16 @@ def choices_to_benchmark(choices: Sequence[Any]) -> list[Any]:
         what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {_count(len(choices))}"
         log.info("%s: not ranked by DIODE (%s): %s", fallback.problem, fallback.reason, what)
         return list(choices)
+    known = next((i for i, mark in enumerate(marks) if isinstance(mark, MeasuredMark)), None)
+    if known is not None:
+        return [_measured_before(choices[known], marks[known], len(choices))]
     marked = [i for i, mark in enumerate(marks) if isinstance(mark, CandidateMark)]
     if not marked:
         return list(choices)
     candidate_marks: list[CandidateMark] = [marks[i] for i in marked]
     context = candidate_marks[0].context
     ranking = _union_ranking(candidate_marks)
-    selection = select_candidates(ranking, context.options)
+    selection = select_candidates(ranking, context.options, [m.config.kind for m in candidate_marks])
     if selection.fallback:
         counters.record_fallback(selection.fallback)
     keep = {marked[i] for i in selection.keep}
@@ -101,33 +118,91 @@ def choices_to_benchmark(choices: Sequence[Any]) -> list[Any]:
     best = candidate_marks[ranking.order[0]] if ranking.order else candidate_marks[0]
     groups = {m.group: m.group_size for m in candidate_marks}
     candidates = sum(groups.values()) + sum(m is None for m in marks)
+    measurement = _measure(kept, context, call) if len(kept) > 1 and call is not None else None
+    winner = _mark_of(kept[measurement.winner]) if measurement is not None and measurement.winner is not None else None
+    picked = winner if isinstance(winner, CandidateMark) else best  # the measured winner, else the predicted best
     counters.record_decision(
         model=context.entry.name,
-        kind=best.config.kind,
+        kind=picked.config.kind,
         candidates=candidates,
         kept=len(kept),
         confidence=ranking.confidence,
         problem=context.problem.describe(),
-        pick=best.config.describe(),
+        pick=picked.config.describe(),
     )
     if log.isEnabledFor(logging.INFO):
-        log.info("%s", _decision_line(context, best, ranking.confidence, candidates, len(kept), selection.fallback, candidate_marks))
+        log.info("%s", _decision_line(context, best, ranking.confidence, candidates, kept, selection.fallback, candidate_marks, measurement))
+    if measurement is not None and measurement.winner is not None:
+        return [kept[measurement.winner]]
     return kept
 
 
+def _measured_before(choice: Any, mark: MeasuredMark, candidates: int) -> Any:
+    """A stored measured decision answers: its kernel alone, counted and logged."""
+    context = mark.context
+    counters.record_measure("measured_decision_hits")
+    counters.record_decision(
+        model=context.entry.name, kind=mark.config.kind, candidates=candidates, kept=1, confidence=None,
+        problem=context.problem.describe(), pick=mark.config.describe(),
+    )  # fmt: skip
+    log.info("%s: %s alone, measured fastest before (a measured decision)", context.problem.describe(), mark.config.describe())
+    return choice
+
+
+def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any, Any, Any]]) -> Measurement | None:
+    """DIODE times ``kept`` itself and remembers the winner; None where Inductor must benchmark
+    them instead (``config.deterministic``, a choice DIODE cannot launch, every one failing, an
+    internal error: counted, logged once)."""
+    from torch._inductor import config
+
+    if config.deterministic:  # Inductor then picks without timing anything; leave that to it
+        return None
+    try:
+        measurement = measure_choices(kept, *call())
+    except NotMeasurable:
+        counters.record_fallback("not_measurable")
+        return None
+    except (DiodeOptionError, KeyboardInterrupt):
+        raise
+    except BaseException as err:
+        if config.diode_strict:
+            raise
+        counters.record_error("measurement", err)
+        return None
+    counters.record_measure("measure_failed_candidates", measurement.failed)
+    if measurement.winner is None:
+        counters.record_fallback("measurement_failed")
+        return None
+    counters.record_measure("measured_decisions")
+    winner = _mark_of(kept[measurement.winner])
+    if context.options.diode_cache_predictions and isinstance(winner, CandidateMark):
+        timed = [(m.config, t) for c, t in zip(kept, measurement.times_us) if isinstance(m := _mark_of(c), CandidateMark)]
+        configs, times = zip(*timed)
+        measured.remember(measured.MeasuredDecision(context.problem, context.hardware, configs, times, context.space))
+    return measurement
+
+
 def _decision_line(
-    context: GemmContext, best: CandidateMark, confidence: float | None, candidates: int, kept: int,
-    fallback: str | None, marks: list[CandidateMark],
+    context: GemmContext, best: CandidateMark, confidence: float | None, candidates: int, kept: list[Any],
+    fallback: str | None, marks: list[CandidateMark], measurement: Measurement | None,
 ) -> str:  # fmt: skip
-    """One GEMM's decision for the log: problem, pick, whether anything is benchmarked, and why."""
+    """One GEMM's decision for the log: problem, pick, whether anything is measured, and why."""
     sure = "none" if confidence is None else f"{confidence:.2f}"
     if fallback == "low_confidence":
         sure += f", under the threshold {context.options.diode_confidence_threshold:g}"
     source = "from the prediction cache" if all(m.from_cache for m in marks) else "predicted"
-    if kept == 1:
+    if len(kept) == 1:
         what = f"{best.config.describe()} alone of {_count(candidates)}, nothing benchmarked"
+    elif measurement is not None and measurement.winner is not None:
+        winner = kept[measurement.winner]
+        mark = _mark_of(winner)
+        name = mark.config.describe() if isinstance(mark, CandidateMark) else str(winner)
+        what = (
+            f"DIODE measured {len(kept)} of {_count(candidates)} ({measurement.failed} failed), fastest {name} "
+            f"at {measurement.times_us[measurement.winner]:.1f} us, predicted best {best.config.describe()}"
+        )
     else:
-        what = f"Inductor benchmarks {kept} of {_count(candidates)}, predicted best {best.config.describe()}"
+        what = f"Inductor benchmarks {len(kept)} of {_count(candidates)}, predicted best {best.config.describe()}"
     return f"{context.problem.describe()}: {what} (confidence {sure}; model {context.entry.name}, {source})"
 
 

@@ -2,8 +2,9 @@
 was checked on: the places where torch 2.11 (GPU machines) and 2.13 differ internally, and those
 where they agree but nothing public offers the same.
 
-Each shim names the versions it covers; tests/test_inductor_compat.py and
-tests/test_inductor_configs.py exercise them.
+Each shim names the versions it covers; tests/test_inductor_compat.py,
+tests/test_inductor_configs.py and (the measuring shims) tests/test_measure_cpu.py and
+tests/test_measure_gpu.py exercise them.
 """
 
 from __future__ import annotations
@@ -85,3 +86,48 @@ def mm_template_configs(
     if search_space == "EXHAUSTIVE":
         scaled = heuristic._prune_reg_spill_configs(scaled)
     return heuristic._finalize_mm_configs(scaled)
+
+
+def benchmark_inputs(choices: list[Any], input_nodes: list[Any], layout: Any, input_gen_fns: Any) -> Any:
+    """The example tensors Inductor's autotuner would benchmark ``choices`` with (one set shared
+    by all: ``AutotuneArgs``, extern and Triton views of the same buffers).
+
+    torch 2.11 and 2.13 alike: ``AlgorithmSelectorCache.get_inputs(choices, input_nodes, layout,
+    input_gen_fns)`` (2.13 adds an optional ``hint_override``).
+    """
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+    return AlgorithmSelectorCache.get_inputs(choices, input_nodes, layout, input_gen_fns)
+
+
+def can_launch(choice: Any) -> bool:
+    """Whether :func:`run_callable` knows how to launch ``choice``: an ``ExternKernelCaller``
+    (ATen) or a ``TritonTemplateCaller``, on torch 2.11 and 2.13 alike; not a subgraph, CUTLASS
+    or CPP template choice."""
+    from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
+
+    return isinstance(choice, (ExternKernelCaller, TritonTemplateCaller))
+
+
+def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
+    """``(run, release)`` for a choice :func:`can_launch`: ``run()`` launches it once on the
+    shared example tensors as Inductor's ``choice.benchmark`` would, ``release()`` frees what
+    making ``run`` loaded.
+
+    torch 2.11 and 2.13 alike: an ``ExternKernelCaller``'s ``to_callable()`` (its kwargs bound)
+    with ``out=`` when ``has_out_variant``; a ``TritonTemplateCaller``'s
+    ``bmreq.make_run_fn(*inputs, out=out)``, which binds the current CUDA stream. 2.13's
+    ``bmreq.cleanup_run_fn`` releases the loaded module; 2.11 has nothing to release.
+    """
+    import functools
+
+    from torch._inductor.select_algorithm import ExternKernelCaller
+
+    if isinstance(choice, ExternKernelCaller):
+        inputs, out = autotune_args.get_benchmark_tensors(True).unpack()
+        fn = choice.to_callable()
+        run = functools.partial(fn, *inputs, out=out) if choice.has_out_variant else functools.partial(fn, *inputs)
+        return run, lambda: None
+    inputs, out = autotune_args.get_benchmark_tensors(False).unpack()
+    run = choice.bmreq.make_run_fn(*inputs, out=out)
+    return run, getattr(choice.bmreq, "cleanup_run_fn", lambda: None)

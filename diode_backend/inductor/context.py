@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import catalog, registry
+from .. import catalog, measured, registry
 from ..cache import CachingScorer
 from ..options import DiodeOptions, parse_backends
 from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo
@@ -27,6 +27,10 @@ class GemmContext:
     scorer: GemmScorer | None = None
     fallback: str | None = None
     diode_alone: bool = False
+    #: the backends and Triton search space the candidates come from (a measured decision's key)
+    space: str = ""
+    #: what DIODE measured for this GEMM before (with ``diode_cache_predictions``)
+    measured_decision: measured.MeasuredDecision | None = None
 
 
 def diode_requested() -> bool:
@@ -46,7 +50,9 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
 
     options = current_options()
     _, others = parse_backends(config.max_autotune_gemm_backends)
-    context = GemmContext(options=options, op=op_name, diode_alone=not others)
+    search_space = options.diode_search_space if not others else config.max_autotune_gemm_search_space
+    space = f"{','.join(sorted(others)) or 'DIODE'}/{search_space}"
+    context = GemmContext(options=options, op=op_name, diode_alone=not others, space=space)
     if op_name not in SUPPORTED_OPS:
         return replace(context, fallback="unsupported_op")
     try:
@@ -60,6 +66,8 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
     if entry is None:
         return replace(context, problem=problem, hardware=hardware, fallback="no_model")
     scorer = registry.load_scorer(entry)
+    decision = None
     if options.diode_cache_predictions:
         scorer = CachingScorer(scorer)
-    return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer)
+        decision = measured.lookup(problem, hardware, space)
+    return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer, measured_decision=decision)

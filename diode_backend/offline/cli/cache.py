@@ -1,9 +1,14 @@
-"""``diode cache info|clear``: where the prediction cache is, what it holds, and purging it."""
+"""``diode cache info|list|export|clear``: where the prediction cache is, what it holds (predicted
+rankings and measured decisions apart), the measured decisions as a dataset shard, and purging
+it."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import secrets
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -12,8 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="show or clear the on-disk prediction cache",
         description="The prediction cache keeps DIODE's rankings on disk so that a GEMM seen "
         "before costs a new process a file read instead of an inference "
-        "(option diode_cache_predictions). It lives in the user cache folder, or in "
-        "$DIODE_CACHE_DIR when set; see docs/cache.md.",
+        "(option diode_cache_predictions), and the winners DIODE measured itself (measured "
+        "decisions), which answer a later compile of the same GEMM without inference or "
+        "measurement. It lives in the user cache folder, or in $DIODE_CACHE_DIR when set; see "
+        "docs/cache.md.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, help="what to do")
     info = actions.add_parser(
@@ -25,37 +32,97 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.set_defaults(run=run_info)
+    listing = actions.add_parser(
+        "list",
+        help="list the measured decisions",
+        description="One line per measured decision: the GEMM, the hardware, the kernel measured "
+        "fastest and its time, and how many candidates were measured.",
+    )
+    listing.set_defaults(run=run_list)
+    export = actions.add_parser(
+        "export",
+        help="write the measured decisions as a dataset shard",
+        description="Write every measured decision as training data: one new shard per "
+        "hardware in OUTPUT (the dataset format, source 'measured'; written atomically, never "
+        "overwriting a shard), which `diode train` reads like any dataset.",
+    )
+    export.add_argument("--output", "-o", type=Path, required=True, help="dataset folder to add shards to")
+    export.add_argument("--split", choices=("train", "validation"), default="train", help="split to tag them with (default train)")
+    export.set_defaults(run=run_export)
     clear = actions.add_parser(
         "clear",
-        help="delete every cached prediction",
-        description="Delete every entry of the prediction cache (the next compiles rank afresh).",
+        help="delete every cached prediction and measured decision",
+        description="Delete every entry of the prediction cache, measured decisions included "
+        "(the next compiles rank, and measure, afresh).",
     )
     clear.set_defaults(run=run_clear)
 
 
 def run_info(args: argparse.Namespace) -> int:
     from ...cache import default_cache
+    from ...measured import FOLDER
 
-    info = default_cache().info()
+    predicted, measured = default_cache().info(), default_cache(FOLDER).info()
     if args.json:
         print(json.dumps({
-            "directory": str(info.directory), "entries": info.entries, "bytes": info.bytes,
-            "max_entries": info.max_entries, "max_bytes": info.max_bytes,
+            "directory": str(predicted.directory), "entries": predicted.entries, "bytes": predicted.bytes,
+            "max_entries": predicted.max_entries, "max_bytes": predicted.max_bytes,
+            "measured": {"directory": str(measured.directory), "entries": measured.entries, "bytes": measured.bytes},
         }, indent=2))  # fmt: skip
         return 0
-    print(f"location: {info.directory}{'' if info.directory.is_dir() else '  (not created yet)'}")
-    print(f"entries:  {info.entries} (limit {info.max_entries})")
-    print(f"size:     {_size(info.bytes)} (limit {_size(info.max_bytes)})")
+    print(f"location: {predicted.directory}{'' if predicted.directory.is_dir() else '  (not created yet)'}")
+    print(f"entries:  {predicted.entries} predicted (limit {predicted.max_entries})")
+    print(f"size:     {_size(predicted.bytes)} (limit {_size(predicted.max_bytes)})")
+    print(f"measured: {measured.entries} decisions, {_size(measured.bytes)} in {measured.directory}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from ...measured import stored_decisions
+
+    decisions = sorted(stored_decisions(), key=lambda d: (d.hardware.name, d.problem.describe()))
+    for d in decisions:
+        best = min(d.times_us)
+        ran = sum(math.isfinite(t) for t in d.times_us)
+        print(f"{d.problem.describe()} on {d.hardware.name}: {d.winner.describe()} {best:.1f} us "
+              f"(fastest of {ran} measured{f', {len(d.times_us) - ran} failed' if ran < len(d.times_us) else ''})")  # fmt: skip
+    print(f"{len(decisions)} measured decision{'' if len(decisions) == 1 else 's'}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from ...measured import stored_decisions
+    from ..dataset import DatasetMeta, ProblemTimings, ShardWriter
+
+    by_hardware: dict = {}
+    for d in stored_decisions():
+        by_hardware.setdefault(d.hardware, []).append(d)
+    for hardware, decisions in sorted(by_hardware.items(), key=lambda item: item[0].name):
+        environment = {"command": "diode cache export", **decisions[0].versions}
+        # a random tag: two exports in one second by one process never share a shard name
+        tag = f"measured-{secrets.token_hex(4)}"
+        writer = ShardWriter(args.output, DatasetMeta(hardware, environment), tag=tag, every=len(decisions) + 1, seconds=math.inf)
+        for d in decisions:
+            ran = [(c, t) for c, t in zip(d.configs, d.times_us) if math.isfinite(t)]
+            writer.add(ProblemTimings(
+                d.problem, tuple(c for c, _ in ran), tuple(t for _, t in ran), split=args.split,
+                generator="measured", source="measured", space=d.space, failed=len(d.times_us) - len(ran),
+            ))  # fmt: skip
+        path = writer.flush()
+        print(f"{len(decisions)} measured problems on {hardware.name} -> {path}")
+    if not by_hardware:
+        print("no measured decisions to export")
     return 0
 
 
 def run_clear(args: argparse.Namespace) -> int:
     from ...cache import default_cache
+    from ...measured import FOLDER
 
-    cache = default_cache()
-    before = cache.info()
-    removed = cache.clear()
-    print(f"removed {removed} entries ({_size(before.bytes)}) from {cache.directory}")
+    for cache, what in ((default_cache(), "predicted"), (default_cache(FOLDER), "measured")):
+        before = cache.info()
+        removed = cache.clear()
+        print(f"removed {removed} {what} entries ({_size(before.bytes)}) from {cache.directory}")
     return 0
 
 

@@ -228,7 +228,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     import torch
 
-    from ..collect.timing import TimingMethod
+    from ...timing import TimingMethod
 
     if not args.problems and not args.validation:
         raise UsageError("name problem lists to time")

@@ -32,7 +32,7 @@ from ..dataset import DatasetMeta, ProblemTimings, load_dataset
 from ...problem import KIND_ATEN, KIND_TRITON, GemmProblem, KernelConfig
 from .plan import PlannedProblem
 from .sweep import ACCURACY_TOLERANCE, _tf32, make_operands, run_sweep
-from .timing import Timer, TimingMethod
+from ...timing import Timer, TimingMethod
 
 WINNER_SLACK = 1.03
 

@@ -36,7 +36,7 @@ from . import kernel
 from .plan import PlannedProblem
 from ..progress import Progress
 from .ranks import Rank
-from .timing import Timer, TimingMethod, make_timer
+from ...timing import Timer, TimingMethod, make_timer
 
 #: Largest error (max |out - ref| / max |ref|) a candidate may show and still be timed.
 ACCURACY_TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "tf32": 5e-3}

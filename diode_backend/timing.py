@@ -1,4 +1,5 @@
-"""How the sweep times a kernel launch on the GPU (all times in microseconds).
+"""How DIODE times kernel launches (all times in microseconds): the sweep of ``diode collect``,
+and the runtime when it measures its candidates itself.
 
 Inductor's own benchmarker (``InductorBenchmarker.benchmark_gpu``) is the reference, so its
 choices are kept: the L2 cache is flushed before every timed run (a buffer the size of L2 is
@@ -63,7 +64,7 @@ class TimingMethod:
     lead_us: float = 200.0
     max_guard_us: float = 1000.0
     #: "graph": rounds replayed from CUDA graphs (:class:`GraphTimer`); "stream": launched one
-    #: by one behind a sleep kernel (:class:`Timer`); "host": the host's clock, for a sweep on
+    #: by one behind a sleep kernel (:class:`Timer`); "host": the host's clock, for timing on
     #: the CPU through Triton's interpreter (:class:`HostTimer`, tests)
     replay: str = "graph"
     #: a candidate estimated slower than this times the problem's fastest gets ``slow_reps``
@@ -113,7 +114,7 @@ def make_timer(method: TimingMethod = TimingMethod()) -> Timer:
 
 
 class HostTimer:
-    """Times launches by the host's clock, for a sweep on the CPU (Triton's interpreter in
+    """Times launches by the host's clock, on the CPU (CPU kernels; Triton's interpreter in
     tests); the schedule of :class:`Timer` (an estimate run, then ``reps`` round robin), no
     flush, no guard. Same interface as :class:`Timer`."""
 
@@ -251,7 +252,7 @@ class Timer:
 class GraphTimer:
     """Times launches from CUDA graph replays (see the module docstring); same interface as
     :class:`Timer`. Launches must run on the current stream, which must not be the default
-    stream (graphs are captured on it): the sweep's GPU worker sets one for its whole run."""
+    stream (graphs are captured on it): the sweep's GPU worker sets one for its whole run, the runtime one for its measurements."""
 
     def __init__(self, method: TimingMethod = TimingMethod()) -> None:
         self.method = method

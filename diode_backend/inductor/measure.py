@@ -1,0 +1,136 @@
+"""DIODE measures the choices it kept itself, so Inductor compiles one and benchmarks nothing.
+
+Inductor's own benchmarker times each choice alone, host launch time included, and so prefers
+Triton kernels where cuBLAS is faster. Here the kept choices are precompiled in parallel (each
+choice's ``precompile``, as Inductor's own precompilation does), run once on the example tensors
+Inductor would benchmark them with, then timed together by :mod:`diode_backend.timing`: on a
+CUDA device by CUDA-graph replay of L2-flushed runs (the guarded event timer once a capture
+fails), on the CPU by the host's clock; median of round-robin runs. A choice that fails to
+compile or run is dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+import statistics
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..timing import GraphTimer, HostTimer, TimingMethod
+from . import compat
+
+
+class NotMeasurable(Exception):
+    """A choice of a kind DIODE does not know how to launch (subgraph, CUTLASS, ...)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """``times_us[i]``: choice ``i``'s median time in microseconds, ``inf`` when it failed to
+    compile or run."""
+
+    times_us: tuple[float, ...]
+
+    @property
+    def failed(self) -> int:
+        return sum(math.isinf(t) for t in self.times_us)
+
+    @property
+    def winner(self) -> int | None:
+        """The fastest choice's index; None when every one failed."""
+        finite = [i for i, t in enumerate(self.times_us) if math.isfinite(t)]
+        return min(finite, key=self.times_us.__getitem__) if finite else None
+
+
+def measure_choices(choices: Sequence[Any], input_nodes: Any, layout: Any, input_gen_fns: Any) -> Measurement:
+    """Time ``choices`` of one autotuner call (its ``input_nodes``, ``layout`` and
+    ``input_gen_fns``) on the call's device.
+
+    :raises NotMeasurable: when a choice is of a kind this cannot launch (before any work).
+    """
+    if any(not compat.can_launch(choice) for choice in choices):
+        raise NotMeasurable(", ".join(sorted({type(c).__name__ for c in choices if not compat.can_launch(c)})))
+    times = [math.inf] * len(choices)
+    compiled = _precompile(choices)
+    device = layout.device
+    with _on_device(device):
+        autotune_args = compat.benchmark_inputs(list(choices), input_nodes, layout, input_gen_fns)
+        launches: dict[int, Any] = {}
+        releases = []
+        try:
+            for i in compiled:
+                try:
+                    run, release = compat.run_callable(choices[i], autotune_args)
+                    releases.append(release)
+                    run()  # untimed: loads the kernel, and a choice that cannot run fails here
+                    _synchronize(device)
+                    launches[i] = run
+                except Exception:
+                    _synchronize(device)
+            if launches:
+                samples = _timer(device).time(list(launches.values()))
+                for i, runs in zip(launches, samples):
+                    times[i] = statistics.median(runs)
+        finally:
+            for release in releases:
+                release()
+    return Measurement(tuple(times))
+
+
+def _precompile(choices: Sequence[Any]) -> list[int]:
+    """Compile every choice in parallel threads; the indices of those that compiled."""
+    def compile_one(choice: Any) -> None:
+        precompile = getattr(choice, "precompile", None)
+        if precompile is not None:
+            precompile()
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(choices), os.cpu_count() or 1))) as pool:
+        futures = [pool.submit(compile_one, choice) for choice in choices]
+    return [i for i, future in enumerate(futures) if future.exception() is None]
+
+
+@contextlib.contextmanager
+def _on_device(device: torch.device) -> Iterator[None]:
+    """On a CUDA device: a side stream, which CUDA-graph capture needs (and Triton launches bind
+    at creation); it waits for the work queued before."""
+    if device.type != "cuda":
+        yield
+        return
+    with torch.cuda.device(device):
+        stream = _side_stream(torch.cuda.current_device())
+        stream.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(stream):
+                yield
+        finally:  # what follows on the compile's stream sees the measurement's work done
+            torch.cuda.current_stream().wait_stream(stream)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timer(device: torch.device) -> GraphTimer | HostTimer:
+    if device.type == "cuda":
+        return _gpu_timer(torch.cuda.current_device())
+    return HostTimer(TimingMethod(replay="host", flush_l2=False))
+
+
+@functools.cache
+def _side_stream(index: int) -> torch.cuda.Stream:
+    return torch.cuda.Stream(index)
+
+
+@functools.cache
+def _gpu_timer(index: int) -> GraphTimer:
+    """One per device (``index``; the timer works on the current device) for the process: after a failed capture it keeps to the event timer
+    (torch's generator may be left in capture mode), and its calibration is done once."""
+    return GraphTimer(TimingMethod(replay="graph"))

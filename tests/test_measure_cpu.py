@@ -1,0 +1,191 @@
+"""DIODE measures its candidates itself, inside real torch.compile on the CPU: the ATen choices
+of a biased addmm (``addmm``, ``bias_addmm``) are compiled, run and timed by the host clock;
+Inductor gets the fastest alone. Failures are injected into the real choice objects."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch._inductor.select_algorithm import ExternKernelCaller
+
+import diode_backend
+from diode_backend import measured
+from diode_backend.inductor import compat
+from test_compile_cpu import DIODE, PreferScorer, biased_addmm, biased_inputs, compile_code
+
+#: unsure, and both candidates within the measure ratio: DIODE measures both
+UNSURE = {**DIODE, "fast_autotune": True, "diode_measure_ratio": 3.0}
+
+
+@pytest.fixture
+def unsure(scorer_plugin):
+    return scorer_plugin(PreferScorer("aten::addmm", confidence=0.2))
+
+
+def counters() -> dict:
+    return diode_backend.stats()["counters"]
+
+
+def test_the_measured_winner_is_remembered_with_its_times(unsure, benchmarked):
+    _, code = compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    (decision,) = measured.stored_decisions()
+    assert decision.problem.describe() == "addmm 8x32x64 float32 row/row bias=row"
+    assert decision.hardware.name and decision.space == "DIODE/EXHAUSTIVE"
+    assert sorted(c.template for c in decision.configs) == ["aten::addmm", "aten::bias_addmm"]
+    assert all(0 < t < 1e6 for t in decision.times_us)  # real host-clock medians, microseconds
+    assert f"extern_kernels.{decision.winner.template.removeprefix('aten::')}(" in code
+    assert benchmarked == [] and counters()["measured_decisions"] == 1
+    assert diode_backend.stats()["recent_decisions"][-1]["pick"] == decision.winner.describe()
+
+
+def test_a_measured_decision_answers_a_later_compile_even_with_another_model(scorer_plugin, unsure, benchmarked, caplog):
+    compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    (decision,) = measured.stored_decisions()
+    other = scorer_plugin(PreferScorer("aten::bias_addmm", confidence=0.1))  # a different model, as unsure
+    diode_backend.reset_stats()
+    torch._dynamo.reset()
+    with caplog.at_level(logging.INFO, logger="diode_backend"):
+        _, code = compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=other)
+    assert f"extern_kernels.{decision.winner.template.removeprefix('aten::')}(" in code
+    assert counters()["measured_decision_hits"] == 1 and "measured_decisions" not in counters()
+    assert benchmarked == [] and diode_backend.stats()["single_pick"] == 1
+    assert any("measured fastest before" in r.getMessage() for r in caplog.records)
+
+
+_PROCESS = textwrap.dedent(
+    """
+    import torch, diode_backend
+    from torch._inductor.utils import run_and_get_code
+    bias, x, w = torch.randn(32), torch.randn(8, 64), torch.randn(64, 32)
+    fn = torch.compile(lambda b, x, w: torch.addmm(b.expand(8, 32), x, w), options={
+        "max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fx_graph_cache": False,
+        "diode_model": "example-bias-epilogue", "diode_measure_ratio": 10.0})
+    _, (code,) = run_and_get_code(fn, bias, x, w)
+    stats = diode_backend.get_prediction_stats()
+    kernel = "bias_addmm" if "extern_kernels.bias_addmm(" in code else "addmm"
+    print(stats["measured_decisions"], stats["measured_decision_hits"], kernel)
+    """
+)
+
+
+def test_a_measured_decision_holds_across_processes(isolated_caches):
+    """fast_autotune=False: DIODE measures whenever it keeps more than one candidate."""
+    runs = [
+        subprocess.run([sys.executable, "-c", _PROCESS], capture_output=True, text=True, timeout=300, env=os.environ)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    first, second = (run.stdout.split() for run in runs)
+    assert first[:2] == ["1", "0"] and second[:2] == ["0", "1"]  # measured once, then remembered
+    assert first[2] == second[2]  # the same kernel
+
+
+def test_a_candidate_failing_to_compile_is_dropped_and_counted(unsure, benchmarked, monkeypatch):
+    def precompile(choice):
+        if choice.choice.name == "bias_addmm":
+            raise RuntimeError("cannot compile")
+
+    monkeypatch.setattr(ExternKernelCaller, "precompile", precompile, raising=False)
+    args = biased_inputs()
+    out, code = compile_code(biased_addmm, args, **UNSURE, diode_model=unsure)
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert "extern_kernels.addmm(" in code and "bias_addmm" not in code and benchmarked == []
+    assert counters()["measure_failed_candidates"] == 1 and counters()["measured_decisions"] == 1
+    assert diode_backend.get_prediction_stats()["measure_failed_candidates"] == 1
+
+
+def test_a_candidate_failing_to_run_is_dropped_and_counted(unsure, benchmarked, monkeypatch):
+    real = compat.run_callable
+
+    def run_callable(choice, autotune_args):
+        run, release = real(choice, autotune_args)
+        if choice.choice.name != "addmm":
+            return run, release
+
+        def broken():
+            raise RuntimeError("illegal memory access")
+
+        return broken, release
+
+    monkeypatch.setattr(compat, "run_callable", run_callable)
+    _, code = compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    assert "extern_kernels.bias_addmm(" in code and benchmarked == []
+    assert counters()["measure_failed_candidates"] == 1
+
+
+def test_when_every_candidate_fails_inductor_benchmarks_them(unsure, benchmarked, monkeypatch):
+    def precompile(choice):
+        raise RuntimeError("cannot compile")
+
+    monkeypatch.setattr(ExternKernelCaller, "precompile", precompile, raising=False)
+    monkeypatch.setattr(ExternKernelCaller, "benchmark", lambda self, *args, out: 1.0)  # Inductor's own timing
+    args = biased_inputs()
+    out, _ = compile_code(biased_addmm, args, **UNSURE, diode_model=unsure)
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert benchmarked == [2]  # the list DIODE would have measured, benchmarked by Inductor
+    assert diode_backend.stats()["fallbacks"] == {"low_confidence": 1, "measurement_failed": 1}
+    assert counters()["measure_failed_candidates"] == 2 and list(measured.stored_decisions()) == []
+
+
+def test_an_internal_error_while_measuring_falls_back_counts_and_logs_once(unsure, benchmarked, monkeypatch, caplog):
+    def broken(*args):
+        raise RuntimeError("measuring exploded")
+
+    monkeypatch.setattr(compat, "benchmark_inputs", broken)
+    with caplog.at_level(logging.WARNING, logger="diode_backend"):
+        for _ in range(2):
+            torch._dynamo.reset()
+            out, _ = compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    assert benchmarked == [2, 2]
+    assert diode_backend.stats()["errors"] == {"measurement:RuntimeError": 2}
+    assert len([r for r in caplog.records if "internal error in measurement" in r.getMessage()]) == 1
+
+
+def test_choices_diode_cannot_launch_are_left_to_inductor(unsure, benchmarked, monkeypatch):
+    monkeypatch.setattr(compat, "can_launch", lambda choice: choice.choice.name != "bias_addmm")
+    compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    assert benchmarked == [2] and diode_backend.stats()["fallbacks"]["not_measurable"] == 1
+
+
+def test_strict_mode_raises_measuring_errors(unsure, monkeypatch):
+    monkeypatch.setattr(compat, "benchmark_inputs", lambda *args: 1 / 0)
+    with pytest.raises(Exception, match="division by zero"):
+        compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure, diode_strict=True)
+
+
+_NEW_PRECISION_API = textwrap.dedent(
+    """
+    import sys, torch
+    torch.backends.cuda.matmul.fp32_precision = "tf32"
+    bias, x, w = torch.randn(32), torch.randn(8, 64), torch.randn(64, 32)
+    backends = sys.argv[1]
+    fn = torch.compile(lambda b, x, w: torch.addmm(b.expand(8, 32), x, w), options={
+        "max_autotune": True, "max_autotune_gemm_backends": backends, "fx_graph_cache": False,
+        "diode_model": "example-bias-epilogue", "diode_measure_ratio": 10.0})
+    try:
+        fn(bias, x, w)
+        print("compiled")
+    except Exception as err:
+        print("raised", type(err).__name__)
+    """
+)
+
+
+def test_fp32_with_the_new_precision_api_compiles_under_diode(isolated_caches):
+    """Inductor's autotuner reads ``torch.get_float32_matmul_precision()`` for its precompile key
+    and timing cache, which refuses to answer once the new API has set a precision; a one-choice
+    list returns before it."""
+    def run(backends):
+        done = subprocess.run([sys.executable, "-c", _NEW_PRECISION_API, backends], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run("ATEN") == "raised InductorError"  # Inductor's own max-autotune
+    assert run("DIODE") == "compiled"  # DIODE measured the two and handed Inductor one

@@ -1,0 +1,132 @@
+"""DIODE's own measurement on a CUDA GPU (skipped without one). Run on the H100:
+
+    python -m pytest -q -m gpu tests/test_measure_gpu.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch._inductor import config
+from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
+
+import diode_backend
+from diode_backend import measured
+from diode_backend.inductor.measure import measure_choices
+
+pytestmark = pytest.mark.gpu
+
+#: large enough that host launch time (tens of microseconds) is noise next to the kernels
+LARGE = {
+    "mm": (torch.mm, ((4096, 4096), (4096, 4096))),
+    "addmm": (torch.addmm, ((4096,), (4096, 4096), (4096, 4096))),
+    "bmm": (torch.bmm, ((8, 2048, 2048), (8, 2048, 2048))),
+}
+
+
+@pytest.mark.parametrize("op", list(LARGE))
+def test_measured_times_agree_with_inductors_benchmarker_on_large_gemms(op):
+    """Inductor's own autotuning (ATen and its DEFAULT Triton list) times each choice; inside
+    its feedback call, with the same choice objects, DIODE times them again."""
+    fn, shapes = LARGE[op]
+    args = [torch.randn(*s, device="cuda", dtype=torch.float16) for s in shapes]
+    seen = []
+
+    def compare(timings, name, input_nodes, choices, *_):
+        seen.append(({c: ms * 1000 for c, ms in timings.items()}, choices, measure_choices(choices, input_nodes, choices[0].layout, None)))
+
+    add_feedback_saver(compare)
+    try:
+        with config.patch(max_autotune=True, max_autotune_gemm_backends="ATEN,TRITON", force_disable_caches=True):
+            torch.compile(fn)(*args)
+    finally:
+        clear_feedback_savers()
+    ((inductor_us, choices, ours),) = seen
+    assert ours.failed == 0 and {type(c).__name__ for c in choices} >= {"ExternKernelCaller", "TritonTemplateCaller"}
+    winner = choices[ours.winner]
+    best = min(inductor_us.values())
+    assert inductor_us[winner] <= 1.05 * best, (winner, inductor_us[winner], best)
+    for choice, ours_us in zip(choices, ours.times_us):
+        if inductor_us[choice] < 1.5 * best:  # the contenders (the others get one timed run)
+            assert ours_us == pytest.approx(inductor_us[choice], rel=0.10), choice
+
+
+def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
+    a = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
+    with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", force_disable_caches=True,
+                      fast_autotune=True, diode_confidence_threshold=1.0):  # fmt: skip
+        out = torch.compile(torch.mm)(a, b)
+    torch.testing.assert_close(out, a @ b, atol=5e-2, rtol=2e-2)
+    stats = diode_backend.stats()
+    assert benchmarked == [] and stats["counters"]["measured_decisions"] == 1
+    assert stats["fallbacks"] == {"low_confidence": 1} and stats["errors"] == {}
+    (decision,) = measured.stored_decisions()
+    assert {c.kind for c in decision.configs} >= {"aten", "triton"}  # the best of each, always
+
+
+_COMPILE = textwrap.dedent(
+    """
+    import json, re, torch, diode_backend
+    from torch._inductor.utils import run_and_get_code
+    from diode_backend import measured
+    a = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
+    fn = torch.compile(torch.mm, options={"max_autotune": True, "max_autotune_gemm_backends": "DIODE",
+                                          "fast_autotune": True, "diode_confidence_threshold": 1.0})
+    _, (code,) = run_and_get_code(fn, a, b)
+    kernel = sorted(set(re.findall(r"extern_kernels\\.\\w+\\(|BLOCK_[MNK] : tl.constexpr = \\d+", code)))
+    print(json.dumps({"stats": diode_backend.get_prediction_stats(), "kernel": kernel,
+                      "winners": [d.winner.describe() for d in measured.stored_decisions()]}))
+    """
+)
+
+
+def test_a_second_process_compiles_the_measured_kernel_without_measuring(tmp_path):
+    def compile_in_new_process(run):
+        env = {**os.environ, "DIODE_CACHE_DIR": str(tmp_path / "diode"), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / run)}
+        done = subprocess.run([sys.executable, "-c", _COMPILE], capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first, second = compile_in_new_process("a"), compile_in_new_process("b")  # Inductor's caches cold both times
+    assert first["stats"]["measured_decisions"] == 1 and first["stats"]["measured_decision_hits"] == 0
+    assert second["stats"]["measured_decisions"] == 0 and second["stats"]["measured_decision_hits"] == 1
+    assert first["kernel"] == second["kernel"] and first["kernel"]
+    assert first["winners"] == second["winners"]
+
+
+_NEW_PRECISION_API = textwrap.dedent(
+    """
+    import sys, torch
+    torch.backends.cuda.matmul.fp32_precision = "tf32"
+    a = torch.randn(1024, 2048, device="cuda")
+    b = torch.randn(2048, 512, device="cuda")
+    options = {"max_autotune": True, "max_autotune_gemm_backends": sys.argv[1], "force_disable_caches": True,
+               "fast_autotune": True, "diode_confidence_threshold": 1.0}
+    try:
+        out = torch.compile(torch.mm, options=options)(a, b)
+        torch.testing.assert_close(out, a @ b, atol=5e-2, rtol=5e-3)  # TF32 precision
+        print("compiled")
+    except Exception as err:
+        print("raised", type(err).__name__, str(err).splitlines()[0][:200])
+    """
+)
+
+
+def test_fp32_with_the_new_precision_api_compiles_under_diode():
+    """Inductor's autotuner asks ``torch.get_float32_matmul_precision()`` (precompile key, timing
+    cache), which refuses once the new API set a precision; DIODE hands it one choice."""
+    def run(backends):
+        done = subprocess.run([sys.executable, "-c", _NEW_PRECISION_API, backends], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip().splitlines()[-1]
+
+    assert run("DIODE") == "compiled"
+    assert run("ATEN,TRITON").startswith("raised")  # Inductor's own max-autotune
