@@ -58,6 +58,25 @@ def test_a_measured_decision_answers_a_later_compile_even_with_another_model(sco
     assert any("measured fastest before" in r.getMessage() for r in caplog.records)
 
 
+def test_a_measured_decision_has_inductor_generate_only_the_winners_template(unsure, monkeypatch):
+    from torch._inductor.choices import InductorChoices
+
+    generated: list[list[str]] = []  # the templates Inductor generates configs for, per call
+    real = InductorChoices.get_template_configs
+
+    def spy(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+        if templates:
+            generated.append(sorted(t.uid for t in templates))
+        return real(self, kernel_inputs, templates, op_name, kwarg_overrides)
+
+    monkeypatch.setattr(InductorChoices, "get_template_configs", spy)
+    compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    (decision,) = measured.stored_decisions()
+    torch._dynamo.reset()
+    compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    assert generated == [["aten::addmm", "aten::bias_addmm"], [decision.winner.template]]
+
+
 _PROCESS = textwrap.dedent(
     """
     import torch, diode_backend

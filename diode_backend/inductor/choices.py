@@ -37,6 +37,7 @@ class DiodeChoicesMixin:
         token = _context.set(context)
         try:
             with _search_space(context):
+                templates = measured_templates(list(templates), context)
                 return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         finally:
             _context.reset(token)
@@ -90,6 +91,16 @@ def _guarded(fn: Callable[[], Any], fallback: Any = None) -> Any:
             raise
         counters.record_error("ranking", err)
         return fallback
+
+
+def measured_templates(templates: list[Any], context: GemmContext | None) -> list[Any]:
+    """A GEMM DIODE measured before needs only its winner's template: the other templates'
+    configs would be generated and ranked only to be dropped. All of them when none matches
+    (Inductor offers other templates than when the decision was measured)."""
+    decision = context.measured_decision if context is not None else None
+    if decision is None:
+        return templates
+    return [t for t in templates if getattr(t, "uid", None) == decision.winner.template] or templates
 
 
 @contextlib.contextmanager
