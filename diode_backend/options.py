@@ -18,9 +18,6 @@ BACKEND_NAME = "DIODE"
 #: What ``DIODE`` alone in ``max_autotune_gemm_backends`` generates candidates from.
 DEFAULT_CANDIDATE_BACKENDS = ("ATEN", "TRITON")
 SEARCH_SPACES = ("EXHAUSTIVE", "DEFAULT")
-#: Default of ``diode_measure_ratio`` (a helper chooses it from held-out data; one constant so
-#: that it changes in one place).
-DEFAULT_MEASURE_RATIO = 1.25
 
 
 class DiodeOptionError(ValueError):
@@ -101,6 +98,8 @@ def _search_space(name: str, value: Any) -> str:
     return value.upper()
 
 
+#: The defaults of diode_confidence_threshold, diode_top_k and diode_measure_ratio are the ones
+#: benchmarks/defaults_tradeoff.py selects for the shipped model (docs/models.md says how).
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "fast_autotune", False, bool,
@@ -110,7 +109,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _bool,
     ),
     OptionSpec(
-        "diode_confidence_threshold", 0.9, float | int,
+        "diode_confidence_threshold", 0.85, float | int,
         "Probability (0..1) that the top pick is within 5% of the fastest candidate, at or above "
         "which fast_autotune keeps the single pick.",
         _probability,
@@ -129,14 +128,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _bool,
     ),
     OptionSpec(
-        "diode_top_k", 5, int,
+        "diode_top_k", 8, int,
         "At most how many candidates within diode_measure_ratio of the predicted best DIODE "
         "measures when it is not confident (the predicted-best ATen and Triton candidates and "
         "the unscored ones are measured besides).",
         _positive_int,
     ),
     OptionSpec(
-        "diode_measure_ratio", DEFAULT_MEASURE_RATIO, float | int,
+        "diode_measure_ratio", 1.1, float | int,
         "When DIODE is not confident it measures the candidates predicted within this ratio "
         "(>= 1.0) of the predicted best time, capped at diode_top_k.",
         _ratio,

@@ -15,6 +15,7 @@ import pytest
 
 from diode_backend.cache import CachingScorer
 from diode_backend.offline.cli import COMMANDS, build_parser, main
+from diode_backend.options import OPTIONS_BY_NAME
 from diode_backend.policy import rank_candidates
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
@@ -328,5 +329,5 @@ def test_status_reports_an_invalid_environment_variable_and_fails():
         env={**os.environ, "TORCHINDUCTOR_DIODE_TOP_K": "abc"}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode != 0
-    assert "diode_top_k = 5  INVALID TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1" in done.stdout
+    assert f"diode_top_k = {OPTIONS_BY_NAME['diode_top_k'].default}  INVALID TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1" in done.stdout
     assert done.stderr.strip() == "diode status: error: TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1"

@@ -21,6 +21,7 @@ from torch._inductor.utils import run_and_get_code
 
 import diode_backend
 from diode_backend import plugins
+from diode_backend.options import OPTIONS_BY_NAME
 from diode_backend.scorer import Prediction
 
 DIODE = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fx_graph_cache": False}
@@ -273,7 +274,7 @@ def test_each_gemm_decision_is_one_info_line(scorer_plugin, caplog):
         "(confidence 1.00; model example-bias-epilogue, predicted)",
         "addmm 8x32x64 float32 row/row bias=row: DIODE measured 2 of 2 candidates (0 failed), fastest "
         f"{fastest} at {microseconds} us, predicted best aten::addmm "
-        f"(confidence 0.20, under the threshold 0.9; model {unsure}, predicted)",
+        f"(confidence 0.20, under the threshold {OPTIONS_BY_NAME['diode_confidence_threshold'].default:g}; model {unsure}, predicted)",
         "addmm 8x32x64 float32 row/row bias=row: not ranked by DIODE (no_model): Inductor benchmarks 2 candidates",
     ]
 

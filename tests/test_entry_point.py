@@ -10,6 +10,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from diode_backend.options import OPTIONS_BY_NAME
+
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     result = subprocess.run(
@@ -39,7 +41,7 @@ def test_import_torch_does_not_import_inductor_but_arms_the_hooks():
         "from torch._inductor import config\n"
         "print(config.diode_top_k, type(config.inductor_choices_class).__name__)\n"
     ).stdout.split()
-    assert out == ["False", "True", "5", "ChoicesFactory"]
+    assert out == ["False", "True", str(OPTIONS_BY_NAME["diode_top_k"].default), "ChoicesFactory"]
 
 
 def test_diode_disable_switches_the_plugin_off():
@@ -62,7 +64,7 @@ def test_install_is_idempotent():
         "wrapped = utils._use_autotune_backend\n"
         "print(wrapped._diode_wrapped, hasattr(wrapped.__wrapped__, '_diode_wrapped'), config.diode_top_k)\n"
     ).stdout.split()
-    assert out == ["True", "False", "5"]
+    assert out == ["True", "False", str(OPTIONS_BY_NAME["diode_top_k"].default)]
 
 
 def test_a_failing_hook_does_not_break_importing_inductor():

@@ -10,7 +10,9 @@ import pytest
 import torch
 from torch._inductor import config
 
-from diode_backend.options import OPTIONS, DiodeOptionError, parse_backends
+from diode_backend.options import OPTIONS, OPTIONS_BY_NAME, DiodeOptionError, parse_backends
+
+DEFAULT_TOP_K = OPTIONS_BY_NAME["diode_top_k"].default
 
 
 def test_every_option_is_an_inductor_config_key_with_its_default():
@@ -44,11 +46,11 @@ def test_a_wrong_value_fails_at_assignment_naming_option_value_and_range(name, v
 def test_patch_validates_and_restores():
     with config.patch(diode_top_k=3, fast_autotune=True):
         assert config.diode_top_k == 3 and config.fast_autotune is True
-    assert config.diode_top_k == 5 and config.fast_autotune is False
+    assert config.diode_top_k == DEFAULT_TOP_K and config.fast_autotune is False
     with pytest.raises(DiodeOptionError, match="diode_top_k"):
         with config.patch(diode_top_k=-1):
             pass
-    assert config.diode_top_k == 5
+    assert config.diode_top_k == DEFAULT_TOP_K
 
 
 def test_compile_options_accept_diode_names_and_reject_bad_values_at_once():
@@ -91,7 +93,8 @@ def test_an_invalid_environment_variable_fails_the_first_diode_compile_with_its_
     code = """
 import torch
 from torch._inductor import config
-assert config.diode_top_k == 5  # the default stands in until DIODE needs the option
+from diode_backend.options import OPTIONS_BY_NAME
+assert config.diode_top_k == OPTIONS_BY_NAME['diode_top_k'].default  # the default stands in until DIODE needs the option
 try:
     f = torch.compile(lambda a, b: a @ b, options={"max_autotune": True, "max_autotune_gemm_backends": "DIODE"})
     f(torch.randn(8, 8), torch.randn(8, 8))

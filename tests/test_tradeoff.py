@@ -12,7 +12,7 @@ from diode_backend.offline.tradeoff import (
     SimulatedProblem,
     choose_defaults,
     fit_compile_cost,
-    measured_set,
+    measured_candidates,
     simulate_grid,
 )
 from diode_backend.policy import Ranking
@@ -22,7 +22,8 @@ COST = CompileCost(base_s=0.2, compile_s=0.4, timing_s=0.3)
 
 
 def problem(predicted, measured, aten, confidence=None) -> SimulatedProblem:
-    return SimulatedProblem(Ranking.of(Prediction(tuple(predicted), confidence)), tuple(measured), tuple(aten))
+    kinds = tuple("aten" if library else "triton" for library in aten)
+    return SimulatedProblem(Ranking.of(Prediction(tuple(predicted), confidence)), tuple(measured), kinds)
 
 
 # predicted order: 1 (triton), 2 (triton), 0 (aten), 3 (triton), 4 (unscored)
@@ -34,17 +35,13 @@ FOUR = problem(
 )
 
 
-def test_measured_set_takes_the_close_ones_up_to_top_k_plus_best_aten_best_triton_and_unscored():
-    ranking, aten = FOUR.ranking, FOUR.aten
-    assert measured_set(ranking, aten, top_k=5, ratio=1.25) == (1, 2, 0, 4)
-    assert measured_set(ranking, aten, top_k=1, ratio=2.0) == (1, 0, 4)  # capped; ATen always
-    assert measured_set(ranking, aten, top_k=10, ratio=1.0) == (1, 0, 4)
-    assert measured_set(ranking, aten, top_k=10, ratio=3.0) == (1, 2, 0, 3, 4)
-
-
-def test_an_aten_top_pick_still_brings_the_best_triton_candidate():
-    ranking = Ranking.of(Prediction((5.0, 6.0, 20.0)))
-    assert measured_set(ranking, (True, True, False), top_k=1, ratio=1.0) == (0, 2)
+def test_the_simulation_measures_what_the_runtimes_rule_measures():
+    """The rule itself is tested in test_policy.py; the simulation must apply it to its kinds."""
+    assert measured_candidates(FOUR, top_k=5, ratio=1.25) == (1, 2, 0, 4)
+    assert measured_candidates(FOUR, top_k=1, ratio=2.0) == (1, 0, 4)  # capped; ATen always
+    assert measured_candidates(FOUR, top_k=10, ratio=3.0) == (1, 2, 0, 3, 4)
+    aten_first = problem([5.0, 6.0, 20.0], [1.0, 1.0, 1.0], aten=[True, True, False])
+    assert measured_candidates(aten_first, top_k=1, ratio=1.0) == (0, 2)  # the best Triton candidate comes too
 
 
 def test_parallel_compiles_cost_one_and_each_timed_candidate_adds():

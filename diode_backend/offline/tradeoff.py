@@ -3,7 +3,7 @@ and cost, simulated on problems whose every candidate was timed.
 
 For each problem and setting: when the model's confidence reaches the threshold, DIODE compiles
 its predicted best alone and the problem runs at that candidate's measured time; otherwise DIODE
-measures its measured set (:func:`measured_set`) and the problem runs at the fastest measured
+measures its measured set (:func:`~diode_backend.policy.measured_set`, the runtime's rule) and the problem runs at the fastest measured
 time in it. Measurement is taken as exact: the simulated timer always finds the set's true
 winner. Compile time comes from :class:`CompileCost`, a linear model fitted to end-to-end compile
 times (:func:`fit_compile_cost`). :func:`choose_defaults` applies a selection rule to the grid.
@@ -18,38 +18,33 @@ from dataclasses import dataclass
 
 import torch
 
-from ..policy import Ranking
+from ..options import DiodeOptions
+from ..policy import Ranking, measured_set
+from ..problem import KIND_ATEN
 from .validate import spread
 
 
 @dataclass(frozen=True)
 class SimulatedProblem:
     """One problem as the simulation sees it: the model's ranking of its candidates, each
-    candidate's measured time (microseconds) and whether it is an ATen (library) call, which
-    needs no compile."""
+    candidate's measured time (microseconds) and its kind (an ``aten`` library call needs no
+    compile)."""
 
     ranking: Ranking
     measured_us: tuple[float, ...]
-    aten: tuple[bool, ...]
+    kinds: tuple[str, ...]
+
+    def compiled(self, index: int) -> bool:
+        return self.kinds[index] != KIND_ATEN
 
     @property
     def best_us(self) -> float:
         return min(self.measured_us)
 
 
-def measured_set(ranking: Ranking, aten: Sequence[bool], top_k: int, ratio: float) -> tuple[int, ...]:
-    """The candidates DIODE measures when it is not confident; mirrors the rule of
-    ``policy.measured_set`` (branch ``measure``), to be replaced by it: the scored candidates in
-    predicted order whose predicted time is within ``ratio`` of the predicted best, at most
-    ``top_k`` of them, plus the predicted-best ATen candidate, the predicted-best compiled
-    (Triton) candidate and every unscored candidate."""
-    order = ranking.order
-    if not order:
-        return ranking.unscored
-    limit = ranking.times_us[order[0]] * ratio
-    close = [i for i in order[:top_k] if ranking.times_us[i] <= limit]
-    extras = [next((i for i in order if aten[i] == kind), None) for kind in (True, False)]
-    return tuple(dict.fromkeys(close + [i for i in extras if i is not None] + list(ranking.unscored)))
+def measured_candidates(problem: SimulatedProblem, top_k: int, ratio: float) -> tuple[int, ...]:
+    """The candidates the runtime's rule measures at these settings."""
+    return measured_set(problem.ranking, problem.kinds, DiodeOptions(diode_top_k=top_k, diode_measure_ratio=ratio))
 
 
 @dataclass(frozen=True)
@@ -112,13 +107,13 @@ def pick_outcome(problem: SimulatedProblem, cost: CompileCost) -> Outcome:
     if not order:  # nothing scored: everything is measured, whatever the threshold
         return measure_outcome(problem, cost, len(problem.measured_us), math.inf)
     best = order[0]
-    return Outcome(problem.measured_us[best] / problem.best_us, cost.seconds(int(not problem.aten[best]), 1))
+    return Outcome(problem.measured_us[best] / problem.best_us, cost.seconds(int(problem.compiled(best)), 1))
 
 
 def measure_outcome(problem: SimulatedProblem, cost: CompileCost, top_k: int, ratio: float) -> Outcome:
     """The measured set measured exactly and its fastest compiled."""
-    chosen = measured_set(problem.ranking, problem.aten, top_k, ratio)
-    compiled = sum(not problem.aten[i] for i in chosen)
+    chosen = measured_candidates(problem, top_k, ratio)
+    compiled = sum(problem.compiled(i) for i in chosen)
     fastest = min(problem.measured_us[i] for i in chosen)
     return Outcome(fastest / problem.best_us, cost.seconds(compiled, len(chosen)))
 
@@ -138,7 +133,7 @@ def simulate_grid(
     rows = []
     for top_k, ratio in itertools.product(top_ks, ratios):
         measured = [measure_outcome(p, cost, top_k, ratio) for p in problems]
-        sizes = [len(measured_set(p.ranking, p.aten, top_k, ratio)) for p in problems]
+        sizes = [len(measured_candidates(p, top_k, ratio)) for p in problems]
         for threshold in thresholds:
             alone = [c is not None and c >= threshold for c in confidences]
             chosen = [pick if one else other for pick, other, one in zip(picks, measured, alone)]
