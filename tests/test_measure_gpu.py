@@ -105,10 +105,12 @@ def test_a_second_process_compiles_the_measured_kernel_without_measuring(tmp_pat
 _NEW_PRECISION_API = textwrap.dedent(
     """
     import sys, torch
+    import torch._inductor.config
+    torch._inductor.config.force_disable_caches = True  # not a torch.compile option on torch 2.11
     torch.backends.cuda.matmul.fp32_precision = "tf32"
     a = torch.randn(1024, 2048, device="cuda")
     b = torch.randn(2048, 512, device="cuda")
-    options = {"max_autotune": True, "max_autotune_gemm_backends": sys.argv[1], "force_disable_caches": True,
+    options = {"max_autotune": True, "max_autotune_gemm_backends": sys.argv[1],
                "fast_autotune": True, "diode_confidence_threshold": 1.0}
     try:
         out = torch.compile(torch.mm, options=options)(a, b)
