@@ -50,13 +50,18 @@ def _bool(name: str, value: Any) -> bool:
     raise DiodeOptionError(f"{name}={value!r}: expected True or False (environment: 1 or 0)")
 
 
-def _probability(name: str, value: Any) -> float:
-    number = None
+def _number(value: Any) -> float | None:
+    """``value`` as a float when it is a number or a string of one (not a bool), else None."""
     if isinstance(value, (int, float, str)) and not isinstance(value, bool):
         try:
-            number = float(value)
+            return float(value)
         except ValueError:
             pass
+    return None
+
+
+def _probability(name: str, value: Any) -> float:
+    number = _number(value)
     if number is None or not 0.0 <= number <= 1.0:
         raise DiodeOptionError(f"{name}={value!r}: expected a number from 0.0 to 1.0 (a probability)")
     return number
@@ -75,12 +80,7 @@ def _positive_int(name: str, value: Any) -> int:
 
 
 def _ratio(name: str, value: Any) -> float:
-    number = None
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except ValueError:
-            pass
+    number = _number(value)
     if number is None or not 1.0 <= number < float("inf"):
         raise DiodeOptionError(f"{name}={value!r}: expected a finite number >= 1.0 (a ratio of times)")
     return number
