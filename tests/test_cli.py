@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from diode_backend import measured
 from diode_backend.cache import CachingScorer
 from diode_backend.offline.cli import COMMANDS, build_parser, main
 from diode_backend.options import OPTIONS_BY_NAME
@@ -308,10 +309,14 @@ def test_cache_info_before_anything_was_cached(capsys, isolated_caches):
     assert code == 0 and "(not created yet)" in out and "entries:  0" in out
 
 
-def test_status_mentions_the_prediction_cache(capsys, isolated_caches):
+def test_status_mentions_the_prediction_cache_and_its_measured_decisions(capsys, isolated_caches):
     code, out, _ = run(capsys, "status", "--hardware", "cpu")
     assert code == 0
-    assert f"prediction cache: {isolated_caches / 'diode' / 'predictions-v1'} (0 entries" in out
+    assert f"prediction cache: {isolated_caches / 'diode' / 'predictions-v1'} (0 entries, 0 measured decisions" in out
+    problem, hardware = GemmProblem("mm", 64, 64, 64), HardwareInfo("NVIDIA H100 80GB HBM3", "nvidia", sm_count=132)
+    measured.remember(measured.MeasuredDecision(problem, hardware, (KernelConfig("aten", "aten::mm"),), (5.0,), "DIODE/EXHAUSTIVE"))
+    code, out, _ = run(capsys, "status", "--hardware", "cpu")
+    assert code == 0 and "(0 entries, 1 measured decisions" in out
 
 
 def test_status_describes_named_hardware_without_having_it(capsys):

@@ -68,6 +68,8 @@ def _print(report: dict) -> None:
         error = report["option_errors"].get(name)
         print(f"  {name} = {value!r}" + (f"  INVALID {error}" if error else ""))
     from ...cache import default_cache
+    from ...measured import FOLDER
 
-    cache = default_cache().info()
-    print(f"prediction cache: {cache.directory} ({cache.entries} entries; `diode cache info`)")
+    cache, measured = default_cache().info(), default_cache(FOLDER).info()
+    print(f"prediction cache: {cache.directory} ({cache.entries} entries, "
+          f"{measured.entries} measured decisions; `diode cache info`)")  # fmt: skip
