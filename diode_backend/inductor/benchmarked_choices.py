@@ -89,7 +89,6 @@ def _choices_class_has_diode() -> bool:
     return isinstance(V.choices, DiodeChoicesMixin)
 
 
-
 def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, Any, Any]] | None = None) -> list[Any]:
     """The op's whole choice list -> the choices Inductor benchmarks (one: none). ``call`` gives
     the autotuner call's ``(input_nodes, layout, input_gen_fns)``; without it DIODE does not

@@ -55,8 +55,9 @@ def measure_choices(choices: Sequence[Any], input_nodes: Any, layout: Any, input
 
     :raises NotMeasurable: when a choice is of a kind this cannot launch (before any work).
     """
-    if any(not compat.can_launch(choice) for choice in choices):
-        raise NotMeasurable(", ".join(sorted({type(c).__name__ for c in choices if not compat.can_launch(c)})))
+    unlaunchable = sorted({type(c).__name__ for c in choices if not compat.can_launch(c)})
+    if unlaunchable:
+        raise NotMeasurable(", ".join(unlaunchable))
     times = [math.inf] * len(choices)
     compiled = _precompile(choices)
     device = layout.device
@@ -131,6 +132,7 @@ def _side_stream(index: int) -> torch.cuda.Stream:
 
 @functools.cache
 def _gpu_timer(index: int) -> GraphTimer:
-    """One per device (``index``; the timer works on the current device) for the process: after a failed capture it keeps to the event timer
-    (torch's generator may be left in capture mode), and its calibration is done once."""
+    """One per device (``index``; the timer works on the current device) for the process: after
+    a failed capture it keeps to the event timer (torch's generator may be left in capture mode),
+    and its calibration is done once."""
     return GraphTimer(TimingMethod(replay="graph"))
