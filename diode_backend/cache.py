@@ -234,16 +234,26 @@ def encode_entry(key: str, prediction: Prediction) -> bytes:
     )
 
 
+def open_entry(data: bytes, key: str, tag: str, version: int) -> dict | None:
+    """The fields of a stored entry whose envelope (``tag``, schema ``version``, ``key``) is the
+    one expected; None for another kind, version or key.
+
+    :raises Exception: on bytes that are not msgpack (callers treat any as a miss).
+    """
+    entry = msgpack.unpackb(data, raw=False)
+    if not isinstance(entry, dict) or entry.get("tag") != tag:
+        return None
+    if entry.get("version") != version or entry.get("key") != key:
+        return None
+    return entry
+
+
 def decode_entry(data: bytes, key: str, candidates: int) -> Prediction | None:
     """The prediction in ``data`` if it is a whole, current-version entry for ``key`` scoring
     ``candidates`` candidates; None otherwise (never raises on bad bytes)."""
     try:
-        entry = msgpack.unpackb(data, raw=False)
-        if not isinstance(entry, dict) or entry.get("tag") != ENTRY_TAG:
-            return None
-        if entry.get("version") != SCHEMA_VERSION or entry.get("key") != key:
-            return None
-        if entry.get("candidates") != candidates:
+        entry = open_entry(data, key, ENTRY_TAG, SCHEMA_VERSION)
+        if entry is None or entry.get("candidates") != candidates:
             return None
         times = codec.unpack("d", entry["times_us"])
         confidence = entry.get("confidence")

@@ -20,7 +20,7 @@ from functools import cache as memoized
 import msgpack
 
 from . import codec, counters
-from .cache import canonical, default_cache
+from .cache import canonical, default_cache, open_entry
 from .problem import GemmProblem, HardwareInfo, KernelConfig
 
 #: Bump when the entry layout or the key recipe changes; old folders are then simply ignored.
@@ -125,10 +125,8 @@ def decode(data: bytes, key: str) -> MeasuredDecision | None:
     """The decision in ``data`` if it is a whole, current-version entry for ``key``; None
     otherwise (never raises on bad bytes)."""
     try:
-        entry = msgpack.unpackb(data, raw=False)
-        if not isinstance(entry, dict) or entry.get("tag") != ENTRY_TAG:
-            return None
-        if entry.get("version") != SCHEMA_VERSION or entry.get("key") != key:
+        entry = open_entry(data, key, ENTRY_TAG, SCHEMA_VERSION)
+        if entry is None:
             return None
         times = tuple(codec.unpack("d", entry["times_us"]))
         if any(not t > 0 for t in times):  # a time is positive, or inf for a failed candidate
