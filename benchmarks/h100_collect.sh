@@ -1,12 +1,14 @@
 #!/bin/bash
 # One GPU call of the H100 collection (docs/collect.md; runs are recorded in benchmarks/results/).
-#   [SET=zoo] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
+#   [SET=zoo|attn] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
 # The sweep times the problem lists of trained_models/data/h100/problems/ into
 # trained_models/data/h100/raw/, resuming from the shards already there and from the committed
 # runs of the set (copied in with their dates, so a fresh checkout resumes), and stops in time for
 # the steps after it (fidelity: 300 s). SET=base (default): {bf16,other}-{validation,train}.json,
 # validation on the exhaustive space (benchmarks/h100_plan.py); SET=zoo: zoo-{validation,train,baddbmm-train}.json,
-# validation on sample/4+default (benchmarks/h100_zoo_plan.py). What comes back is under $OUT:
+# validation on sample/4+default (benchmarks/h100_zoo_plan.py); SET=attn: zoo-attention-train.json
+# alone, no validation (the held-out families' validation problems are all timed already;
+# benchmarks/h100_attention_plan.py). What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
 set -u
@@ -20,7 +22,9 @@ case ${SET:-base} in
         runs="2026-11-23 2026-11-23-b" ;;
   zoo) train="$problems/zoo-train.json $problems/zoo-baddbmm-train.json"; validation=$problems/zoo-validation.json; vspace=sample/4+default
        runs="2026-11-23-zoo 2026-11-23-zoo-b 2026-11-24-zoo" ;;
-  *) echo "SET must be base or zoo"; exit 2 ;;
+  attn) train=$problems/zoo-attention-train.json; validation=; vspace=sample/4+default
+        runs="2026-11-24-attn" ;;
+  *) echo "SET must be base, zoo or attn"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in
   python) launch="python3 -m" ;;
@@ -45,7 +49,7 @@ for name in "$@"; do
       left=$((budget - SECONDS - reserve))
       [ $left -gt 60 ] || continue
       timeout $((left + 60)) $launch diode_backend collect sweep $train \
-        --validation $validation --validation-space $vspace --split train --space sample/4 \
+        ${validation:+--validation $validation} --validation-space $vspace --split train --space sample/4 \
         -o "$data" --max-seconds $((left - 30)) --retime-every 20 ${SWEEP_ARGS:-} --report "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
       step sweep $? ;;
     fidelity)

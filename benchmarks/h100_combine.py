@@ -8,8 +8,9 @@ launch time (docs/collect.md; run -b with the lighter guard of a lead per pass).
 2026-11-23-zoo timed 1,633 problems of the real-workload zoo (benchmarks/h100_zoo_plan.py; its
 175 validation problems are the held-out families') with the CUDA-graph timer. Runs a and b of 2026-11-22
 used the earlier timer, which floored small kernels at the host's pace; every problem they
-timed is in the two later runs, so they stay in ``runs/`` as a record and are not used. The
-shard's environment records this.
+timed is in the two later runs, so they stay in ``runs/`` as a record and are not used. Run
+2026-11-24-attn times the attention bmm of benchmarks/h100_attention_plan.py; a run of RUNS not
+yet in ``runs/`` is left out. The shard's environment records this.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from pathlib import Path
 from diode_backend.offline.dataset import DatasetMeta, load_dataset, write_shard
 
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
-RUNS = ("2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b", "2026-11-24-zoo")
+RUNS = ("2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b", "2026-11-24-zoo", "2026-11-24-attn")
 
 
 def main() -> None:
-    data = load_dataset([ROOT / "runs" / name for name in RUNS])
+    runs = [name for name in RUNS if (ROOT / "runs" / name).is_dir()]  # a run not yet committed is left out
+    data = load_dataset([ROOT / "runs" / name for name in runs])
     environment = {
         **data.runs[0].environment,
-        "combined": f"runs {' and '.join(RUNS)} whole ({len(data.problems)} problems; benchmarks/h100_combine.py)",
+        "combined": f"runs {' and '.join(runs)} whole ({len(data.problems)} problems; benchmarks/h100_combine.py)",
         "runs": [run.environment["date"] for run in data.runs],
         "timing_by_run": [run.environment.get("timing") for run in data.runs],
     }
