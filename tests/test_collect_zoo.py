@@ -138,3 +138,26 @@ def test_load_filters_families_and_refuses_unknown_ones():
     assert len(rest) + len(bert) == len(zoo.load(ZOO)) and "zoo:bert" not in {g for g, _ in rest}
     with pytest.raises(ValueError, match="no zoo family bret"):
         zoo.load(ZOO, families=["bret"])
+
+
+def test_the_attention_plan_trains_only_on_new_attention_bmm_of_training_families():
+    """benchmarks/h100_attention_plan.py's list: a problem of a held-out family (or one equal to a
+    held-out GEMM, or already in another list) would leak into training or be timed twice."""
+    lists = ZOO.parent / "h100" / "problems"
+    held_out = json.loads((lists / "zoo-holdout.json").read_text())["families"]
+    planned = json.loads((lists / "zoo-attention-train.json").read_text())["problems"]
+    problems = [GemmProblem.from_dict(e) for e in planned]
+    others = {
+        GemmProblem.from_dict(e)
+        for path in lists.glob("*.json")
+        if path.name not in ("zoo-holdout.json", "zoo-attention-train.json")
+        for e in json.loads(path.read_text())["problems"]
+    }
+    committed = _committed()
+    held_out_gemms = {GemmProblem.from_dict(e) for family in held_out for e in committed[family]}
+    families = {e["generator"].removeprefix("zoo:") for e in planned}
+    assert len(set(problems)) == len(problems) >= 200
+    assert not families & set(held_out) and families <= set(committed)
+    assert {workload_class(p) for p in problems} == {"attention_bmm", "baddbmm"}
+    assert not set(problems) & (others | held_out_gemms)
+    assert all(p.flops <= 2**36 for p in problems)  # benchmarks/h100_plan.py's bound for training
