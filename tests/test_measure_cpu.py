@@ -124,6 +124,30 @@ def test_a_measured_decision_loads_no_model_and_scores_nothing(counting):
     assert (CountingScorer.loads, CountingScorer.predictions) == (0, 0)
 
 
+def test_the_op_groups_after_the_measured_kernels_are_not_generated(unsure, monkeypatch):
+    """addmm asks for its ATen group, then (where Triton templates apply, as on a GPU) for its
+    contiguous and Triton groups: once the ATen group offered the measured kernel, Inductor
+    generates nothing for the others."""
+    from torch._inductor.choices import InductorChoices
+    from torch._inductor.kernel import mm
+
+    compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    (decision,) = measured.stored_decisions()
+    generated: list[list[str]] = []
+    real = InductorChoices.get_template_configs
+
+    def spy(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+        generated.append(sorted(t.uid for t in templates))
+        return real(self, kernel_inputs, templates, op_name, kwarg_overrides)
+
+    monkeypatch.setattr(InductorChoices, "get_template_configs", spy)
+    monkeypatch.setattr(mm, "use_triton_template", lambda *args, **kwargs: True)
+    torch._dynamo.reset()
+    _, code = compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    assert generated == [[decision.winner.template]]
+    assert f"extern_kernels.{decision.winner.template.removeprefix('aten::')}(" in code
+
+
 _PROCESS = textwrap.dedent(
     """
     import torch, diode_backend
