@@ -42,9 +42,21 @@ predicted best, not the kernel Inductor's benchmark then chose); the summary's `
 diode_warm's compile time over no_autotune's and the share of matching picks. Triton's kernel
 cache is fresh in each run unless ``TRITON_CACHE_DIR`` is set to one folder for both.
 
+Kernel caches kept: ``--kernel-cache DIR`` (with ``--warm-from``) measures the warm compile as a
+user's recompile on the same machine sees it too. After the pass above (every cache off, the
+figure of issue 14), the same warm pass runs twice more, each in a fresh process, with
+Inductor's FX-graph, AOTAutograd, autotune and profile-guided caches off but its compiled-kernel
+code (``TORCHINDUCTOR_CACHE_DIR=DIR/inductor``) and Triton's kernel cache
+(``TRITON_CACHE_DIR=DIR/triton``) kept (:data:`KERNEL_CACHES_KEPT`); the second process's
+figures, no_autotune's and diode_warm's alike, are the ones reported: each row's
+``kernel_cache``, the summary's ``warm_kernel_cache``, and ``warm_side_by_side`` (both ratios).
+``--device cpu`` runs any of this on the CPU (the host clock times it).
+
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
     python benchmarks/e2e_validation.py trained_models/data --problems 32 --out $OUT/e2e.json
+    python benchmarks/e2e_validation.py trained_models/data --warm-from $OUT/e2e.json \
+        --kernel-cache $OUT/kernel-cache --out $OUT/e2e-warm.json
 """
 
 from __future__ import annotations
@@ -61,6 +73,7 @@ import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -102,6 +115,22 @@ DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default")
 WARM_MODES = ("no_autotune", "diode_warm")
 #: How close to no autotuning a warm compile must be (issue 14: within 10%).
 WARM_BOUND = 1.1
+#: ``--kernel-cache``: the caches that would answer a compile without compiling are off, the
+#: compiled kernels' own caches (Inductor's code folder, Triton's) stay on. ``torch._inductor.
+#: config`` keys of torch 2.11 and 2.13 (any missing from a version is skipped and recorded),
+#: then AOTAutograd's cache (``torch._functorch.config``) and Dynamo's profile-guided dynamic
+#: shapes, which would read what the first process recorded (``torch._dynamo.config``).
+KERNEL_CACHES_KEPT = {
+    "torch._inductor.config": {
+        "force_disable_caches": False,
+        "fx_graph_cache": False,
+        "autotune_local_cache": False,
+        "autotune_remote_cache": False,
+        "bundled_autotune_remote_cache": False,
+    },
+    "torch._functorch.config": {"enable_autograd_cache": False, "enable_remote_autograd_cache": False},
+    "torch._dynamo.config": {"automatic_dynamic_local_pgo": False, "automatic_dynamic_remote_pgo": False},
+}
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
@@ -120,26 +149,31 @@ def run_order(problems: list[ProblemTimings]) -> list[ProblemTimings]:
     return sorted(problems, key=lambda p: hashlib.sha256(p.problem.describe().encode()).hexdigest())
 
 
-def make_case(problem: GemmProblem):
-    """The function and fresh random inputs (never zeros) that compute ``problem`` on the GPU."""
+def make_case(problem: GemmProblem, device: str = "cuda"):
+    """The function and fresh random inputs (never zeros) that compute ``problem`` on ``device``."""
     dtype = _DTYPES[problem.dtype]
     batched = problem.op in ("bmm", "baddbmm")
 
     def operand(rows: int, cols: int, layout: str) -> torch.Tensor:
         lead = (problem.batch,) if batched else ()
         if layout == "col":  # the other dimension contiguous: a transposed view
-            return torch.randn(*lead, cols, rows, device="cuda", dtype=dtype).transpose(-1, -2)
-        return torch.randn(*lead, rows, cols, device="cuda", dtype=dtype)
+            return torch.randn(*lead, cols, rows, device=device, dtype=dtype).transpose(-1, -2)
+        return torch.randn(*lead, rows, cols, device=device, dtype=dtype)
 
     a = operand(problem.m, problem.k, problem.a_layout)
     b = operand(problem.k, problem.n, problem.b_layout)
     if problem.bias == "none":
         return (torch.bmm if batched else torch.mm), (a, b)
     if problem.bias == "row":
-        bias = torch.randn(problem.n, device="cuda", dtype=dtype)
+        bias = torch.randn(problem.n, device=device, dtype=dtype)
     else:
-        bias = torch.randn(*((problem.batch,) if batched else ()), problem.m, problem.n, device="cuda", dtype=dtype)
+        bias = torch.randn(*((problem.batch,) if batched else ()), problem.m, problem.n, device=device, dtype=dtype)
     return (torch.baddbmm if batched else torch.addmm), (bias, a, b)
+
+
+def synchronize() -> None:
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
@@ -148,10 +182,10 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
     torch._dynamo.reset()
     diode_backend.reset_stats()
     compiled = torch.compile(fn, options=options)
-    torch.cuda.synchronize()
+    synchronize()
     start = time.perf_counter()
     out = compiled(*args)
-    torch.cuda.synchronize()
+    synchronize()
     compile_s = time.perf_counter() - start
     reference = fn(*[x.double() for x in args])
     error = float((out.double() - reference).norm() / reference.norm().clamp(min=1e-30))
@@ -169,6 +203,7 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
             "decision": decision,
             "cache_hits": counted.get("prediction_cache_hits", 0),
             "cache_misses": counted.get("prediction_cache_misses", 0),
+            "measured_decision_hits": counted.get("measured_decision_hits", 0),
         }
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,
@@ -249,6 +284,85 @@ def summarize_warm(rows: list[dict]) -> dict:
     }
 
 
+def keep_kernel_caches() -> dict:
+    """Apply :data:`KERNEL_CACHES_KEPT` in this process; the settings applied, by module, and
+    those this torch lacks (``missing``)."""
+    import importlib
+
+    applied: dict = {"missing": []}
+    for module_name, settings in KERNEL_CACHES_KEPT.items():
+        module = importlib.import_module(module_name)
+        for key, value in settings.items():
+            if hasattr(module, key):
+                setattr(module, key, value)
+                applied.setdefault(module_name, {})[key] = value
+            else:
+                applied["missing"].append(f"{module_name}.{key}")
+    return applied
+
+
+def kernel_cache_passes(argv: list[str], folder: Path, out: Path) -> list[dict]:
+    """The warm pass of ``argv`` (without ``--kernel-cache``) run twice, each in a fresh process
+    with the kernel caches in ``folder`` kept; the results of both, in order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+        "TRITON_CACHE_DIR": str(folder / "triton"),
+    }
+    child = _without_options(argv, {"--kernel-cache": 1, "--out": 1, "--resume": 0})
+    passes = []
+    for number in (1, 2):
+        pass_out = out.with_name(f"{out.stem}.kernel-cache-pass{number}.json")
+        command = [sys.executable, str(Path(__file__).resolve()), *child, "--out", str(pass_out), "--kernel-caches-kept"]
+        subprocess.run(command, env=env, check=True)
+        passes.append(json.loads(pass_out.read_text()))
+    return passes
+
+
+def _without_options(argv: list[str], options: dict[str, int]) -> list[str]:
+    """``argv`` less each of ``options`` (name -> how many values follow it; ``--name=value`` too)."""
+    kept, skip = [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        name = arg.split("=", 1)[0]
+        if name in options:
+            skip = 0 if "=" in arg else options[name]
+            continue
+        kept.append(arg)
+    return kept
+
+
+def add_kernel_cache_figures(result: dict, second: dict, folder: Path, first: dict) -> None:
+    """Put the second kernel-cache pass's compile times beside the all-caches-off figures."""
+    by_problem = {row["describe"]: row for row in second["rows"]}
+    for row in result["rows"]:
+        other = by_problem.get(row["describe"])
+        if other is not None:
+            row["kernel_cache"] = {
+                mode: {key: f[key] for key in ("compile_s", "error") if key in f} for mode, f in other["modes"].items()
+            }
+            if "warm" in other:
+                row["kernel_cache"]["warm"] = other["warm"]
+    result["kernel_cache"] = {
+        "folder": str(folder),
+        "caches": second.get("caches"),
+        "first_pass_summary": first.get("summary", {}).get("warm"),
+        "second_pass_elapsed_s": second.get("elapsed_s"),
+    }
+    off = result["summary"].get("warm", {})
+    kept = second.get("summary", {}).get("warm", {})
+    result["summary"]["warm_kernel_cache"] = kept
+    result["summary"]["warm_side_by_side"] = {
+        "all_caches_off": off.get("compile_over_no_autotune_geomean"),
+        "kernel_caches_kept": kept.get("compile_over_no_autotune_geomean"),
+        "all_caches_off_total": off.get("compile_over_no_autotune_total"),
+        "kernel_caches_kept_total": kept.get("compile_over_no_autotune_total"),
+    }
+
+
 def summarize_rows(rows: list[dict], modes: list[str]) -> dict:
     summary = {}
     for mode in modes:
@@ -301,6 +415,15 @@ def main(argv: list[str] | None = None) -> int:
         help="an earlier run's results (with diode_fast rows): compile its complete rows' problems again with "
         "its DIODE prediction cache (the problem selection options are ignored)",
     )
+    parser.add_argument(
+        "--kernel-cache",
+        metavar="DIR",
+        help="with --warm-from: also run the warm pass twice, each in a fresh process, with Inductor's compiled-kernel "
+        "and Triton's caches kept in DIR (the FX-graph and autotune caches off), and report the second pass beside "
+        "the all-caches-off figures",
+    )
+    parser.add_argument("--kernel-caches-kept", action="store_true", help=argparse.SUPPRESS)  # a --kernel-cache pass
+    parser.add_argument("--device", default="cuda", help="where the GEMMs run (default cuda; cpu for a test)")
     parser.add_argument("--budget-s", type=float, default=480.0, help="start no new problem after this many seconds")
     parser.add_argument("--out", required=True, help="JSON file to write (rewritten after every problem)")
     parser.add_argument("--resume", action="store_true", help="keep the complete rows already in --out and skip their problems")
@@ -324,13 +447,22 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--warm-from: {args.warm_from} has no diode_fast row with a decision")
     elif "diode_warm" in modes:
         parser.error("mode diode_warm needs --warm-from")
+    if args.kernel_cache and not args.warm_from:
+        parser.error("--kernel-cache needs --warm-from")
+    if args.kernel_cache and args.resume:
+        parser.error("--kernel-cache runs every pass whole: no --resume")
 
     from diode_backend.offline.collect.environment import environment, hardware_of
-    from diode_backend.timing import Timer, TimingMethod
+    from diode_backend.timing import HostTimer, Timer, TimingMethod
 
     from torch._inductor import config
 
-    config.force_disable_caches = True  # every compile cold (not a torch.compile option)
+    if args.kernel_caches_kept:
+        cache_settings = keep_kernel_caches()
+    else:
+        config.force_disable_caches = True  # every compile cold (not a torch.compile option)
+        cache_settings = {"torch._inductor.config": {"force_disable_caches": True}}
+    cuda = torch.device(args.device).type == "cuda"
     started = time.monotonic()
     dataset = load_dataset(args.data)
     ops, dtypes = set(filter(None, args.ops.split(","))), set(filter(None, args.dtypes.split(",")))
@@ -346,15 +478,21 @@ def main(argv: list[str] | None = None) -> int:
         candidates = [p for p in dataset.split("validation") if p.problem.describe() in cold_rows]
     count = args.problems if args.problems is not None else (len(candidates) if families or cold_rows else 32)
     chosen = choose(candidates, count)
-    timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0))
+    method = TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0)
+    timer = Timer(method) if cuda else HostTimer(method)
     result = {
         "benchmark": "e2e_validation",
         "method": __doc__.split("Method: ")[1].split("\n\n")[0].replace("\n", " "),
-        "environment": environment(torch.cuda.current_device()),
-        "hardware": hardware_of("cuda").to_dict(),
+        "environment": environment(torch.cuda.current_device() if cuda else None),
+        "hardware": hardware_of(args.device).to_dict(),
         "dataset_hardware": dataset.hardware.key,
         "modes": {mode: MODES[mode] for mode in modes},
-        "caches": {"diode": os.environ["DIODE_CACHE_DIR"], "triton": os.environ["TRITON_CACHE_DIR"]},
+        "caches": {
+            "diode": os.environ["DIODE_CACHE_DIR"],
+            "triton": os.environ["TRITON_CACHE_DIR"],
+            "inductor": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+            "settings": cache_settings,
+        },
         "warm_from": args.warm_from,
         "rows": [],
     }
@@ -370,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     done = {row["describe"] for row in result["rows"]}
     chosen = [item for item in run_order(chosen) if item.problem.describe() not in done]
     result["summary"] = summarize(result["rows"], modes)
-    warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256))
+    warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256), args.device)
     measure_row(warm_fn, warm_args, modes, timer)  # one-time costs out of the rows
     for item in chosen:
         if time.monotonic() - started > args.budget_s:
@@ -378,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         problem = item.problem
         set_tf32(problem)
-        fn, inputs = make_case(problem)
+        fn, inputs = make_case(problem, args.device)
         row = {
             "problem": problem.to_dict(), "describe": problem.describe(), "family": family_of(item),
             "workload_class": workload_class(problem), "best_measured_us": item.best_us,
@@ -399,6 +537,10 @@ def main(argv: list[str] | None = None) -> int:
             for m, f in row["modes"].items()
         )
         print(f"[{time.monotonic() - started:5.0f}s] {problem.describe()}  {brief}", flush=True)
+    if args.kernel_cache:
+        first, second = kernel_cache_passes(sys.argv[1:] if argv is None else argv, Path(args.kernel_cache), Path(args.out))
+        add_kernel_cache_figures(result, second, Path(args.kernel_cache), first)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result.get("summary", {}), indent=2))
     return 0
 

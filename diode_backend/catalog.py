@@ -122,7 +122,7 @@ def register_model(name_or_path: str | os.PathLike[str] | None) -> str | None:
     return entry.name
 
 
-def pick_entry(hardware: HardwareInfo, requested: str = "") -> ScorerEntry | None:
+def pick_entry(hardware: HardwareInfo, requested: str = "", load: bool = True) -> ScorerEntry | None:
     """The scorer entry to use, its scorer loaded (so a broken model file is known here).
 
     - ``requested`` (``diode_model``), else the model :func:`register_model` chose: that
@@ -130,12 +130,17 @@ def pick_entry(hardware: HardwareInfo, requested: str = "") -> ScorerEntry | Non
       cannot load raises :class:`DiodeOptionError` naming the file and the fix;
     - otherwise the first entry of :func:`automatic_order` that loads; one that fails to load
       is skipped, counted (``model_load_failures``) and logged once; None if none.
+
+    ``load=False`` loads nothing, for a GEMM that needs no model (a measured decision answers
+    it): the named entry (an unknown name still raises), else the first that applies.
     """
     if not requested:
         with _lock:
             requested = _preferred[0] if _preferred else ""
     if requested:
         entry = _named_entry(requested)
+        if not load:
+            return entry
         try:
             registry.load_scorer(entry)
         except (DiodeOptionError, KeyboardInterrupt):
@@ -144,7 +149,7 @@ def pick_entry(hardware: HardwareInfo, requested: str = "") -> ScorerEntry | Non
             raise DiodeOptionError(f"diode_model={requested!r} cannot be used: {type(err).__name__}: {err}") from err
         return entry
     for entry in automatic_order(hardware):
-        if _load_error(entry) is None:
+        if not load or _load_error(entry) is None:
             return entry
     return None
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +69,53 @@ def test_a_failed_warm_compile_is_no_match(e2e):
     cold = {"modes": {"diode_fast": decided("aten::mm", 1, 0.3)}}
     warm = {"modes": {"no_autotune": {"compile_s": 0.2}, "diode_warm": {"error": "RuntimeError: boom"}}}
     assert e2e.warm_comparison(cold, warm)["same_pick"] is False
+
+
+def test_argv_without_an_option_drops_it_and_its_value(e2e):
+    argv = ["data", "--kernel-cache", "k", "--out=o.json", "--resume", "--modes", "no_autotune"]
+    assert e2e._without_options(argv, {"--kernel-cache": 1, "--out": 1, "--resume": 0}) == ["data", "--modes", "no_autotune"]
+
+
+def test_kernel_cache_needs_an_earlier_run(e2e, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        e2e.main(["data", "--kernel-cache", str(tmp_path / "k"), "--out", str(tmp_path / "out.json")])
+    assert "--kernel-cache needs --warm-from" in capsys.readouterr().err
+
+
+def _run_script(*args: str, env: dict) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_warm_pass_with_kernel_caches_kept_runs_on_the_cpu_in_fresh_processes(tmp_path):
+    """A cold run, then the warm run with --kernel-cache: every cache off in the run's own
+    process, then two fresh processes sharing the kernel caches; the second one's compile times
+    are reported beside the first's."""
+    from diode_backend import registry
+    from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, write_shard
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    problem = GemmProblem("mm", 64, 48, 32)
+    timings = ProblemTimings(problem, (KernelConfig("aten", "aten::mm"),), (10.0,), split="validation")
+    write_shard(tmp_path / "data" / "part-000.msgpack", DatasetMeta(registry.detect_hardware("cpu")), [timings])
+    env = {**os.environ, "TORCHINDUCTOR_DIODE_MODEL": "example-bias-epilogue", "DIODE_CACHE_DIR": str(tmp_path / "diode")}
+    env.pop("TRITON_CACHE_DIR", None)
+    data, cold, warm, kernels = (str(tmp_path / name) for name in ("data", "cold.json", "warm.json", "kernels"))
+    _run_script(data, "--device", "cpu", "--modes", "no_autotune,diode_fast", "--out", cold, env=env)
+    _run_script(data, "--device", "cpu", "--warm-from", cold, "--kernel-cache", kernels, "--out", warm, env=env)
+
+    result = json.loads(Path(warm).read_text())
+    (row,) = result["rows"]
+    assert result["caches"]["settings"]["torch._inductor.config"] == {"force_disable_caches": True}
+    assert set(row["modes"]) == set(row["kernel_cache"]) - {"warm"} == {"no_autotune", "diode_warm"}
+    assert row["kernel_cache"]["warm"]["same_pick"] and row["warm"]["same_pick"]
+    assert all(f["compile_s"] > 0 for mode, f in row["kernel_cache"].items() if mode != "warm")
+    side = result["summary"]["warm_side_by_side"]
+    assert side["all_caches_off"] == result["summary"]["warm"]["compile_over_no_autotune_geomean"]
+    assert side["kernel_caches_kept"] == result["summary"]["warm_kernel_cache"]["compile_over_no_autotune_geomean"] > 0
+    kept = result["kernel_cache"]["caches"]
+    assert kept["inductor"] == str(Path(kernels) / "inductor") and kept["triton"] == str(Path(kernels) / "triton")
+    assert kept["settings"]["torch._inductor.config"]["force_disable_caches"] is False
+    assert kept["settings"]["torch._inductor.config"]["fx_graph_cache"] is False
+    assert result["kernel_cache"]["first_pass_summary"]["problems"] == 1
+    assert any((Path(kernels) / "inductor").rglob("*.py"))  # the first pass left its compiled code there

@@ -15,8 +15,9 @@ import torch
 from torch._inductor.select_algorithm import ExternKernelCaller
 
 import diode_backend
-from diode_backend import measured
+from diode_backend import hookimpl, measured, plugins, registry
 from diode_backend.inductor import compat
+from diode_backend.scorer import ScorerEntry
 from test_compile_cpu import DIODE, PreferScorer, biased_addmm, biased_inputs, compile_code
 
 #: unsure, and both candidates within the measure ratio: DIODE measures both
@@ -75,6 +76,76 @@ def test_a_measured_decision_has_inductor_generate_only_the_winners_template(uns
     torch._dynamo.reset()
     compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
     assert generated == [["aten::addmm", "aten::bias_addmm"], [decision.winner.template]]
+
+
+class CountingScorer(PreferScorer):
+    """A PreferScorer that counts how often it is built (a model load) and asked (scoring)."""
+
+    loads = predictions = 0
+
+    def predict(self, problem, configs, hardware):
+        CountingScorer.predictions += 1
+        return super().predict(problem, configs, hardware)
+
+
+@pytest.fixture
+def counting():
+    """Registers an unsure CountingScorer, built anew at each load; the fixture's value is its class."""
+
+    def load():
+        CountingScorer.loads += 1
+        return CountingScorer("aten::addmm", confidence=0.2)
+
+    scorer = load()
+
+    class Plugin:
+        @hookimpl
+        def diode_register_scorers(self, register):
+            register(ScorerEntry(scorer.name, load, lambda hw: False, identity=scorer.identity))
+
+    plugin = Plugin()
+    plugins.get_plugin_manager().register(plugin)
+    CountingScorer.loads = CountingScorer.predictions = 0
+    yield scorer.name
+    plugins.get_plugin_manager().unregister(plugin)
+
+
+def test_a_measured_decision_loads_no_model_and_scores_nothing(counting):
+    compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=counting)
+    assert (CountingScorer.loads, CountingScorer.predictions) == (1, 1)  # the cold compile ranked the ATen group
+    (decision,) = measured.stored_decisions()
+    registry.clear()  # as in a new process: no model loaded yet
+    CountingScorer.loads = CountingScorer.predictions = 0
+    diode_backend.reset_stats()
+    torch._dynamo.reset()
+    _, code = compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=counting)
+    assert f"extern_kernels.{decision.winner.template.removeprefix('aten::')}(" in code
+    assert counters()["measured_decision_hits"] == 1
+    assert (CountingScorer.loads, CountingScorer.predictions) == (0, 0)
+
+
+def test_the_op_groups_after_the_measured_kernels_are_not_generated(unsure, monkeypatch):
+    """addmm asks for its ATen group, then (where Triton templates apply, as on a GPU) for its
+    contiguous and Triton groups: once the ATen group offered the measured kernel, Inductor
+    generates nothing for the others."""
+    from torch._inductor.choices import InductorChoices
+    from torch._inductor.kernel import mm
+
+    compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    (decision,) = measured.stored_decisions()
+    generated: list[list[str]] = []
+    real = InductorChoices.get_template_configs
+
+    def spy(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
+        generated.append(sorted(t.uid for t in templates))
+        return real(self, kernel_inputs, templates, op_name, kwarg_overrides)
+
+    monkeypatch.setattr(InductorChoices, "get_template_configs", spy)
+    monkeypatch.setattr(mm, "use_triton_template", lambda *args, **kwargs: True)
+    torch._dynamo.reset()
+    _, code = compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
+    assert generated == [[decision.winner.template]]
+    assert f"extern_kernels.{decision.winner.template.removeprefix('aten::')}(" in code
 
 
 _PROCESS = textwrap.dedent(

@@ -17,9 +17,12 @@ from torch._inductor.choices import InductorChoices
 from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
 from .context import GemmContext, diode_requested, resolve_context
-from .group_configs import keep_group_configs
+from . import compat
+from .group_configs import MARK, MeasuredMark, keep_group_configs
 
 _context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
+#: the lowering (graph, FX node, op) whose measured kernel a template group has already offered
+_answered: ContextVar[tuple | None] = ContextVar("diode_measured_lowering", default=None)
 
 
 class DiodeChoicesMixin:
@@ -33,14 +36,23 @@ class DiodeChoicesMixin:
         return f"{own}|{parent()}" if callable(parent) else own
 
     def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
-        context = _guarded(lambda: resolve_context(kernel_inputs, op_name)) if diode_requested() else None
+        templates = list(templates)
+        requested = bool(templates) and diode_requested()  # an empty group has nothing to rank
+        lowering = _lowering(op_name) if requested else None
+        if lowering is not None and _answered.get() == lowering:
+            return []  # this op's measured kernel came in an earlier group: step 2 hands it over alone
+        context = _guarded(lambda: resolve_context(kernel_inputs, op_name)) if requested else None
         token = _context.set(context)
         try:
             with _search_space(context):
-                templates = measured_templates(list(templates), context)
-                return super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+                templates = measured_templates(templates, context)
+                choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         finally:
             _context.reset(token)
+        if lowering is not None and context is not None and context.measured_decision is not None:
+            if _holds_measured_kernel(choices):
+                _answered.set(lowering)
+        return choices
 
     def _finalize_template_configs(
         self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None
@@ -95,12 +107,26 @@ def _guarded(fn: Callable[[], Any], fallback: Any = None) -> Any:
 
 def measured_templates(templates: list[Any], context: GemmContext | None) -> list[Any]:
     """A GEMM DIODE measured before needs only its winner's template: the other templates'
-    configs would be generated and ranked only to be dropped. All of them when none matches
-    (Inductor offers other templates than when the decision was measured)."""
+    configs would be generated and ranked only to be dropped. All of them when none matches:
+    the winner may be in a later group of the op (addmm asks for its ATen, contiguous and
+    Triton groups apart), or Inductor offers other templates than when the decision was
+    measured. Groups after the one that offered the winner are not asked for at all
+    (``get_template_configs``)."""
     decision = context.measured_decision if context is not None else None
     if decision is None:
         return templates
     return [t for t in templates if getattr(t, "uid", None) == decision.winner.template] or templates
+
+
+def _lowering(op_name: str) -> tuple | None:
+    """This op's lowering (:func:`compat.current_lowering` and the op), None where unknown."""
+    lowering = compat.current_lowering()
+    return None if lowering is None else (*lowering, op_name)
+
+
+def _holds_measured_kernel(choices: list[Any]) -> bool:
+    """Whether step 1 kept a group's measured kernel (a :class:`MeasuredMark`) among ``choices``."""
+    return any(isinstance(getattr(c, "annotations", {}).get(MARK), MeasuredMark) for c in choices)
 
 
 @contextlib.contextmanager

@@ -131,3 +131,24 @@ def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
     inputs, out = autotune_args.get_benchmark_tensors(False).unpack()
     run = choice.bmreq.make_run_fn(*inputs, out=out)
     return run, getattr(choice.bmreq, "cleanup_run_fn", lambda: None)
+
+
+def current_lowering() -> tuple[Any, Any] | None:
+    """Weak references to the graph being lowered and to the FX node it lowers now: what
+    identifies one op's lowering, whose template groups reach ``get_template_configs`` in
+    several calls (addmm: the ATen group, then the contiguous and Triton ones). None outside a
+    lowering, or where a reference cannot be taken.
+
+    torch 2.11 and 2.13 alike: ``V.graph`` is the ``GraphLowering``; ``run_node`` sets its
+    ``current_node`` before it calls the op's lowering.
+    """
+    import weakref
+
+    from torch._inductor.virtualized import V
+
+    try:
+        graph = V.graph
+        node = graph.current_node
+        return (weakref.ref(graph), weakref.ref(node)) if node is not None else None
+    except Exception:  # no graph handler (a NullHandler raises), or no weak reference support
+        return None

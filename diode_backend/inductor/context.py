@@ -3,14 +3,16 @@ the hardware and the scorer (wrapped in the prediction cache when ``diode_cache_
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import catalog, measured, registry
 from ..cache import CachingScorer
 from ..options import DiodeOptions, parse_backends
-from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo
-from ..scorer import GemmScorer, ScorerEntry
+from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
+from ..scorer import GemmScorer, Prediction, ScorerEntry
 from .convert import UnsupportedProblem, problem_from_inputs
 from .options import current_options
 
@@ -62,12 +64,40 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
     hardware = registry.detect_hardware(str(kernel_inputs.device()))
     if hardware is None:
         return replace(context, problem=problem, fallback="no_hardware")
-    entry = catalog.pick_entry(hardware, options.diode_model)
+    # a measured decision answers without the model (unless a group without its kernel comes
+    # first), so the model is loaded only when there is none
+    entry = catalog.pick_entry(hardware, options.diode_model, load=False)
+    decision = None
+    if entry is not None and options.diode_cache_predictions:
+        decision = measured.lookup(problem, hardware, space)
+    if decision is None:
+        entry = catalog.pick_entry(hardware, options.diode_model)
     if entry is None:
         return replace(context, problem=problem, hardware=hardware, fallback="no_model")
-    scorer = registry.load_scorer(entry)
-    decision = None
-    if options.diode_cache_predictions:
-        scorer = CachingScorer(scorer)
-        decision = measured.lookup(problem, hardware, space)
+    if decision is not None:
+        scorer: GemmScorer = DeferredScorer(entry)
+    else:
+        scorer = registry.load_scorer(entry)
+        if options.diode_cache_predictions:
+            scorer = CachingScorer(scorer)
     return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer, measured_decision=decision)
+
+
+class DeferredScorer:
+    """``entry``'s scorer behind the prediction cache, loaded at its first prediction: a GEMM a
+    measured decision answers has nothing to rank, so it must not pay for loading a model."""
+
+    def __init__(self, entry: ScorerEntry) -> None:
+        self.name = entry.name
+        self._entry = entry
+
+    @functools.cached_property
+    def _scorer(self) -> CachingScorer:
+        return CachingScorer(registry.load_scorer(self._entry))
+
+    @property
+    def identity(self) -> str:
+        return self._entry.identity or self._scorer.identity
+
+    def predict(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> Prediction:
+        return self._scorer.predict(problem, configs, hardware)
