@@ -3,6 +3,12 @@ and skipped without CUDA."""
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
@@ -31,6 +37,45 @@ def _fresh_diode_state(tmp_path, monkeypatch):
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
+
+#: a runtime loop bound, as every collector kernel has
+_INTERPRETER_PROBE = textwrap.dedent(
+    """
+    import torch, triton, triton.language as tl
+    @triton.jit
+    def count(out, n):
+        total = 0
+        for i in range(0, tl.cdiv(n, 2)):
+            total += 1
+        tl.store(out, total)
+    out = torch.zeros(1, dtype=torch.int32)
+    count[(1,)](out, 5)
+    assert out.item() == 3
+    """
+)
+
+
+@functools.cache
+def _interpreter_unusable() -> str | None:
+    """Why Triton's interpreter cannot run the collector's kernels here, or None. Before
+    triton-lang/triton#9171 was fixed (after Triton 3.6) it turns a runtime loop bound into an int
+    through numpy, which numpy 2.4 refuses."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    probe = subprocess.run([sys.executable, "-c", _INTERPRETER_PROBE], env=env, capture_output=True, text=True, timeout=120)
+    if probe.returncode == 0:
+        return None
+    if "only 0-dimensional arrays can be converted" in probe.stderr:
+        return "this Triton's interpreter cannot loop over a runtime bound with this numpy (triton-lang/triton#9171)"
+    raise AssertionError(probe.stderr[-3000:])
+
+
+@pytest.fixture
+def triton_interpreter():
+    """For tests whose Triton kernels run in Triton's interpreter: skipped where it cannot run them."""
+    reason = _interpreter_unusable()
+    if reason:
+        pytest.skip(reason)
 
 
 @pytest.fixture

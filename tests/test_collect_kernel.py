@@ -49,34 +49,7 @@ CASES = [
 ]  # fmt: skip
 
 
-#: Triton's interpreter turns a runtime loop bound into an int through numpy, which numpy 2.4
-#: refuses for a one-element array (triton-lang/triton#9171, fixed after Triton 3.6)
-_INTERPRETER_PROBE = textwrap.dedent(
-    """
-    import torch, triton, triton.language as tl
-    @triton.jit
-    def count(out, n):
-        total = 0
-        for i in range(0, tl.cdiv(n, 2)):
-            total += 1
-        tl.store(out, total)
-    out = torch.zeros(1, dtype=torch.int32)
-    count[(1,)](out, 5)
-    """
-)
-
-
-def _interpreter_loops_over_runtime_bounds() -> bool:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    probe = subprocess.run([sys.executable, "-c", _INTERPRETER_PROBE], env=env, capture_output=True, text=True, timeout=120)
-    if probe.returncode and "only 0-dimensional arrays can be converted" not in probe.stderr:
-        raise AssertionError(probe.stderr[-3000:])
-    return probe.returncode == 0
-
-
-def test_interpreted_kernels_match_the_reference():
-    if not _interpreter_loops_over_runtime_bounds():
-        pytest.skip("this Triton's interpreter cannot loop over a runtime bound with this numpy (triton-lang/triton#9171)")
+def test_interpreted_kernels_match_the_reference(triton_interpreter):
     payload = json.dumps([[p.to_dict(), c.to_dict()] for p, c in CASES])
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     run = subprocess.run(

@@ -86,7 +86,7 @@ def _shards(directory: Path) -> list[tuple[dict, list]]:
     return shards
 
 
-def test_torchrun_ranks_share_the_plan_survive_a_killed_rank_and_merge_into_one_process_dataset(tmp_path):
+def test_torchrun_ranks_share_the_plan_survive_a_killed_rank_and_merge_into_one_process_dataset(tmp_path, triton_interpreter):
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)
     ranks, alone, pid_file = tmp_path / "ranks", tmp_path / "alone", tmp_path / "doomed.pid"

@@ -52,7 +52,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_candidates_are_checked_then_timed_and_failures_counted():
+def test_candidates_are_checked_then_timed_and_failures_counted(triton_interpreter):
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

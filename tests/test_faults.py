@@ -604,7 +604,8 @@ time.sleep(600)
 
 def test_a_killed_feedback_collection_keeps_what_it_flushed(tmp_path):
     """Failure 5: `diode collect feedback` wrote only at exit, so SIGTERM or SIGKILL lost every
-    GEMM it had recorded. Now SIGTERM loses none, SIGKILL at most those since the last shard."""
+    GEMM it had recorded. Now SIGTERM loses none, SIGKILL at most those since the last shard (a
+    shard is also written a minute after the last, so on a slow machine the third may be kept)."""
     from diode_backend.offline.dataset import load_dataset
 
     script = tmp_path / "gemms.py"
@@ -629,7 +630,7 @@ def test_a_killed_feedback_collection_keeps_what_it_flushed(tmp_path):
             process.stdout.close()
     kept = {sig: sorted(item.problem.m for item in load_dataset(tmp_path / sig.name)) for sig in runs}
     assert kept[signal.SIGTERM] == [16, 24, 32]
-    assert kept[signal.SIGKILL] == [16, 24]
+    assert kept[signal.SIGKILL] in ([16, 24], [16, 24, 32])
 
 
 # -- options (issue 16, failure 7) ---------------------------------------------------------------
