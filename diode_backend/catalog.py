@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from . import counters, registry
 from .model import entries as model_entries
@@ -216,42 +218,43 @@ def _looks_like_path(text: str) -> bool:
     return os.sep in text or "/" in text or text.endswith(".pt") or text.startswith(("~", "."))
 
 
-def entry_applies(entry: ScorerEntry, hardware: HardwareInfo) -> bool:
-    """``entry.applies_to(hardware)``; an entry whose check raises (a plugin's bug) does not apply,
-    with one warning naming it, so that it cannot hide the other models."""
+def _contained(call: Callable[[], Any], counter: str, key: str, message: str, name: str) -> tuple[Any, BaseException | None]:
+    """``(call(), None)``, or ``(None, error)`` when a plugin's code raised (``SystemExit``
+    included): the failure is counted under ``counter`` and ``message`` is logged once per
+    ``key``, with the entry's ``name``, the error's type and the error."""
     try:
-        return bool(entry.applies_to(hardware))
+        return call(), None
     except KeyboardInterrupt:
         raise
     except BaseException as err:
-        counters.record_counter("plugin_errors")
-        counters.warn_once(
-            f"applies_to:{entry.name}",
-            "DIODE skips scorer %r: its applies_to(hardware) raised %s: %s; the other models are "
-            "unaffected, and it can still be chosen by name (diode_model)",
-            entry.name, type(err).__name__, err,
-        )  # fmt: skip
-        return False
+        counters.record_counter(counter)
+        counters.warn_once(key, message, name, type(err).__name__, err)
+        return None, err
+
+
+def entry_applies(entry: ScorerEntry, hardware: HardwareInfo) -> bool:
+    """``entry.applies_to(hardware)``; an entry whose check raises (a plugin's bug) does not apply,
+    with one warning naming it, so that it cannot hide the other models."""
+    applies, _ = _contained(
+        lambda: bool(entry.applies_to(hardware)), "plugin_errors", f"applies_to:{entry.name}",
+        "DIODE skips scorer %r: its applies_to(hardware) raised %s: %s; the other models are "
+        "unaffected, and it can still be chosen by name (diode_model)",
+        entry.name,
+    )  # fmt: skip
+    return applies is True
 
 
 def _load_error(entry: ScorerEntry) -> BaseException | None:
     """The error loading ``entry`` raised, or None if it loads. Memoized like a success; the
-    first failure is counted (``model_load_failures``) and logged."""
+    first failure is counted (``model_load_failures``) and logged. Any failure of a model picked
+    automatically is a fallback to the next."""
 
     def compute() -> BaseException | None:
-        try:
-            registry.load_scorer(entry)
-            return None
-        except KeyboardInterrupt:
-            raise
-        except BaseException as err:  # any failure of a model picked automatically is a fallback
-            counters.record_counter("model_load_failures")
-            counters.warn_once(
-                f"load:{entry.name}",
-                "DIODE skips model %r, which applies to this hardware but cannot be used (%s: %s); "
-                "the next model that applies is used instead",
-                entry.name, type(err).__name__, err,
-            )  # fmt: skip
-            return err
+        return _contained(
+            lambda: registry.load_scorer(entry), "model_load_failures", f"load:{entry.name}",
+            "DIODE skips model %r, which applies to this hardware but cannot be used (%s: %s); "
+            "the next model that applies is used instead",
+            entry.name,
+        )[1]  # fmt: skip
 
     return registry.memoized(("load_error", entry.name), compute)
