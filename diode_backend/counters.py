@@ -42,21 +42,25 @@ class _Tally:
     def __init__(self) -> None:
         self.predictions = self.fallbacks = self.confident = 0
         self.confidence_sum = 0.0
-        self.measured = dict.fromkeys(MEASURE_COUNTERS, 0)
+        self.decision_counts = dict.fromkeys(DECISION_COUNTERS, 0)
 
     def summary(self) -> dict[str, Any]:
         return {
             "total_predictions": self.predictions,
             "avg_confidence": self.confidence_sum / self.confident if self.confident else None,
             "fallbacks": self.fallbacks,
-            **self.measured,
+            **self.decision_counts,
         }
 
 
-#: What DIODE's own measurement did (in :func:`get_prediction_stats` and ``stats()["counters"]``):
-#: GEMMs decided by measuring, later compiles answered by a stored measured decision, and
-#: candidates dropped because they failed to compile or run.
-MEASURE_COUNTERS = ("measured_decisions", "measured_decision_hits", "measure_failed_candidates")
+#: What DIODE's own measurement and its stored decisions did (in :func:`get_prediction_stats` and
+#: ``stats()["counters"]``): GEMMs decided by measuring, later compiles answered by a stored
+#: measured decision, candidates dropped because they failed to compile or run, picks kept alone
+#: on the model's word and stored as predicted decisions, and later compiles answered by one.
+DECISION_COUNTERS = (
+    "measured_decisions", "measured_decision_hits", "measure_failed_candidates",
+    "predicted_decisions", "predicted_decision_hits",
+)  # fmt: skip
 
 
 def record_decision(
@@ -84,12 +88,12 @@ def record_decision(
                 tally.confident += 1
 
 
-def record_measure(name: str, amount: int = 1) -> None:
-    """Bump one of :data:`MEASURE_COUNTERS`."""
+def record_decision_counter(name: str, amount: int = 1) -> None:
+    """Bump one of :data:`DECISION_COUNTERS`."""
     with _lock:
         _counts[name] += amount
         for tally in _profiles:
-            tally.measured[name] += amount
+            tally.decision_counts[name] += amount
 
 
 def record_fallback(reason: str) -> None:
@@ -161,12 +165,12 @@ def get_prediction_stats() -> dict[str, Any]:
     ranked), ``avg_confidence`` (their mean confidence; None before any had one) and
     ``fallbacks`` (GEMMs DIODE did not pick alone although asked: no model, an unsupported op
     or dtype, low confidence, an internal error, ...; by reason in ``stats()["fallbacks"]``),
-    and the :data:`MEASURE_COUNTERS`."""
+    and the :data:`DECISION_COUNTERS`."""
     tally = _Tally()
     with _lock:
         tally.predictions, tally.fallbacks = _counts["decisions"], sum(_fallbacks.values())
         tally.confidence_sum, tally.confident = _confidence
-        tally.measured = {name: _counts[name] for name in MEASURE_COUNTERS}
+        tally.decision_counts = {name: _counts[name] for name in DECISION_COUNTERS}
     return tally.summary()
 
 

@@ -6,16 +6,18 @@ They live in the prediction cache's root, in their own schema folder (:data:`FOL
 its store (:class:`~diode_backend.cache.PredictionCache`: atomic synced writes, private folders,
 least-recently-used eviction; an unreadable or foreign entry is a miss). An entry holds what
 ``diode cache export`` turns into training data: the problem, the hardware, the measured configs
-and their times.
+and their times. The same store functions (:func:`read_decision`, :func:`write_decision`,
+:func:`stored_entries`) keep the predicted decisions (:mod:`diode_backend.predicted`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache as memoized
+from typing import TypeVar
 
 import msgpack
 
@@ -27,6 +29,7 @@ from .problem import GemmProblem, HardwareInfo, KernelConfig
 SCHEMA_VERSION = 1
 FOLDER = f"measured-v{SCHEMA_VERSION}"
 ENTRY_TAG = "diode-measured"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -68,35 +71,62 @@ def decision_key(problem: GemmProblem, hardware: HardwareInfo, space: str) -> st
 def lookup(problem: GemmProblem, hardware: HardwareInfo, space: str) -> MeasuredDecision | None:
     """The measured decision stored for this GEMM, or None. Never raises: a failing store is
     counted (``prediction_cache_errors``) and logged once, as the prediction cache's."""
+    return read_decision(
+        FOLDER, lambda: decision_key(problem, hardware, space), decode,
+        lambda d: d.problem == problem and d.hardware == hardware,
+    )  # fmt: skip
+
+
+def remember(decision: MeasuredDecision) -> None:
+    """Store ``decision`` (replacing an earlier one for the same GEMM). Never raises."""
+    write_decision(FOLDER, lambda: decision_key(decision.problem, decision.hardware, decision.space), encode, decision)
+
+
+def stored_decisions() -> Iterator[MeasuredDecision]:
+    """Every readable measured decision in the store, in no particular order."""
+    return stored_entries(FOLDER, decode)
+
+
+# The store of decisions, shared with the predicted ones (diode_backend.predicted).
+
+
+def read_decision(
+    folder: str, key_of: Callable[[], str], decode: Callable[[bytes, str], T | None], matches: Callable[[T], bool]
+) -> T | None:
+    """The entry stored under ``key_of()`` in the schema ``folder``, decoded, or None: absent,
+    or damaged (``decode`` returns None, or the decoded entry does not ``match`` the GEMM
+    asked for: counted as ``prediction_cache_corrupt``). A hit refreshes the entry for
+    eviction. Never raises: a failing store is counted (``prediction_cache_errors``) and
+    logged once."""
     try:
-        key = decision_key(problem, hardware, space)
-        store = default_cache(FOLDER)
+        key = key_of()
+        store = default_cache(folder)
         data = store.read(key)
         if data is None:
             return None
         decision = decode(data, key)
-        if decision is None or decision.problem != problem or decision.hardware != hardware:
+        if decision is None or not matches(decision):
             counters.record_counter("prediction_cache_corrupt")
             return None
         store.touch(key)
         return decision
     except Exception as err:
-        _store_failed("read", err)
+        _store_failed(folder, "read", err)
         return None
 
 
-def remember(decision: MeasuredDecision) -> None:
-    """Store ``decision`` (replacing an earlier one for the same GEMM). Never raises."""
+def write_decision(folder: str, key_of: Callable[[], str], encode: Callable[[str, T], bytes], decision: T) -> None:
+    """Store ``decision`` under ``key_of()`` in ``folder``, replacing an earlier one. Never raises."""
     try:
-        key = decision_key(decision.problem, decision.hardware, decision.space)
-        default_cache(FOLDER).write(key, encode(key, decision))
+        key = key_of()
+        default_cache(folder).write(key, encode(key, decision))
     except Exception as err:
-        _store_failed("write", err)
+        _store_failed(folder, "write", err)
 
 
-def stored_decisions() -> Iterator[MeasuredDecision]:
-    """Every readable measured decision in the store, in no particular order."""
-    store = default_cache(FOLDER)
+def stored_entries(folder: str, decode: Callable[[bytes, str], T | None]) -> Iterator[T]:
+    """Every readable entry of ``folder``, decoded, in no particular order."""
+    store = default_cache(folder)
     for path in store.entries():
         data = store.read(path.stem)
         decision = decode(data, path.stem) if data else None
@@ -156,13 +186,14 @@ def _versions() -> dict[str, str]:
     return {"torch": torch.__version__, "triton": triton_version}
 
 
-def _store_failed(action: str, error: BaseException) -> None:
+def _store_failed(folder: str, action: str, error: BaseException) -> None:
     counters.record_counter("prediction_cache_errors")
     counters.warn_once(
-        "measured_decisions",
-        "DIODE could not %s its measured decisions (%s: %s); going on without them "
+        f"decisions:{folder}",
+        "DIODE could not %s its stored decisions in %s (%s: %s); going on without them "
         "(logged once, counted as prediction_cache_errors in diode_backend.stats())",
         action,
+        folder,
         type(error).__name__,
         error,
     )

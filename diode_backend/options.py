@@ -123,8 +123,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "diode_cache_predictions", True, bool,
-        "Keep decisions in the on-disk prediction cache so a repeated GEMM in a new process "
-        "costs a file read, not an inference.",
+        "Keep rankings and decisions (measured and predicted) in the on-disk prediction cache "
+        "so a repeated GEMM in a new process costs a file read, not an inference.",
         _bool,
     ),
     OptionSpec(

@@ -76,10 +76,18 @@ def select_candidates(ranking: Ranking, options: DiodeOptions, kinds: Sequence[s
     everything = tuple(sorted(ranking.order + ranking.unscored))
     if not ranking.order:
         return Selection(everything, "no_scored_candidates")
-    confident = ranking.confidence is not None and ranking.confidence >= options.diode_confidence_threshold
-    if options.fast_autotune and (confident or not options.diode_fallback_to_autotune):
+    if keeps_alone(ranking.confidence, options):
         return Selection((ranking.order[0],))
     return Selection(measured_set(ranking, kinds, options), "low_confidence" if options.fast_autotune else None)
+
+
+def keeps_alone(confidence: float | None, options: DiodeOptions) -> bool:
+    """Whether the options keep a predicted best of this ``confidence`` alone, unmeasured:
+    ``fast_autotune`` and the confidence reaches ``diode_confidence_threshold``, or
+    ``diode_fallback_to_autotune=False`` (the best guess whatever the confidence). Also decides
+    whether a stored predicted decision (:mod:`diode_backend.predicted`) still answers."""
+    confident = confidence is not None and confidence >= options.diode_confidence_threshold
+    return options.fast_autotune and (confident or not options.diode_fallback_to_autotune)
 
 
 def measured_set(ranking: Ranking, kinds: Sequence[str], options: DiodeOptions) -> tuple[int, ...]:

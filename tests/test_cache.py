@@ -20,7 +20,7 @@ import pytest
 
 import diode_backend
 from diode_backend import cache
-from diode_backend import codec
+from diode_backend import codec, predicted
 from diode_backend.cache import CachingScorer, PredictionCache, decode_entry, encode_entry, prediction_key
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
@@ -375,6 +375,11 @@ _COMPILE = textwrap.dedent(
     """
     import json, sys, torch
     import diode_backend
+    from diode_backend.model.learned import LearnedScorer
+
+    loads = []  # models loaded in this process
+    real_init = LearnedScorer.__init__
+    LearnedScorer.__init__ = lambda self, *args, **kwargs: (loads.append(1), real_init(self, *args, **kwargs))[1]
 
     def biased_linear(bias, x, w):
         return torch.addmm(bias.expand(x.shape[0], w.shape[1]), x, w)
@@ -388,14 +393,16 @@ _COMPILE = textwrap.dedent(
     torch.testing.assert_close(out, biased_linear(*args))
     stats = diode_backend.stats()
     print(json.dumps({"counters": stats["counters"], "decisions": stats["decisions"],
-                      "picks": stats["picks_by_kind"], "errors": stats["errors"]}))
+                      "picks": stats["picks_by_kind"], "errors": stats["errors"], "loads": len(loads)}))
     """
 )
 
 
-def test_second_process_compiling_the_same_model_is_served_from_the_cache(tmp_path):
+@pytest.mark.parametrize("keep_pick", [True, False], ids=["predicted-decision", "prediction-cache"])
+def test_second_process_compiling_the_same_model_is_served_from_the_cache(tmp_path, keep_pick):
     """Real torch.compile twice, in fresh processes with fresh Inductor caches: only DIODE's cache
-    carries over, and the second compile ranks from it."""
+    carries over. The second compile takes the first one's single pick (a predicted decision)
+    without loading the model; without that decision it ranks from the prediction cache."""
     model = write_checkpoint(tmp_path / "model.pt")
 
     def compile_in_new_process(run: str) -> dict:
@@ -405,12 +412,20 @@ def test_second_process_compiling_the_same_model_is_served_from_the_cache(tmp_pa
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.splitlines()[-1])
 
-    first, second = compile_in_new_process("a"), compile_in_new_process("b")
+    first = compile_in_new_process("a")
+    if not keep_pick:
+        PredictionCache(tmp_path / "diode" / predicted.FOLDER).clear()
+    second = compile_in_new_process("b")
     assert first["errors"] == {} and second["errors"] == {}
-    assert first["decisions"] == second["decisions"] >= 1
+    assert first["decisions"] == second["decisions"] >= 1 and first["loads"] == 1
     assert first["counters"]["prediction_cache_misses"] >= 1 and "prediction_cache_hits" not in first["counters"]
-    assert second["counters"]["prediction_cache_hits"] == first["counters"]["prediction_cache_misses"]
+    assert first["counters"]["predicted_decisions"] == first["decisions"]
     assert "prediction_cache_misses" not in second["counters"]
+    if keep_pick:
+        assert second["counters"]["predicted_decision_hits"] == first["decisions"]
+        assert "prediction_cache_hits" not in second["counters"] and second["loads"] == 0
+    else:
+        assert second["counters"]["prediction_cache_hits"] == first["counters"]["prediction_cache_misses"]
     assert first["picks"] == second["picks"]
 
 

@@ -276,12 +276,38 @@ def test_cache_shows_measured_decisions_apart_and_lists_them(capsys, isolated_ca
     assert info["entries"] == 0 and info["measured"]["entries"] == 4
     code, out, _ = run(capsys, "cache", "list")
     lines = out.splitlines()
-    assert code == 0 and lines[-1] == "4 measured decisions"
+    assert code == 0 and lines[-2:] == ["4 measured decisions", "0 predicted decisions"]
     best = min(problems[1].times_us)
     assert any(line.startswith(f"{problems[1].problem.describe()} on NVIDIA H100 80GB HBM3: ") and f"{best:.1f} us (fastest of {len(problems[1].configs)} measured)" in line for line in lines)
     assert any(f"(fastest of {len(failed.configs) - 1} measured, 1 failed)" in line for line in lines)
     code, out, _ = run(capsys, "cache", "clear")
     assert "removed 0 predicted entries" in out and "removed 4 measured entries" in out
+
+
+def test_cache_shows_predicted_decisions_apart_and_never_exports_them(capsys, isolated_caches, tmp_path):
+    from synthetic_timings import H100, synthetic_problems
+
+    from diode_backend import predicted
+
+    problems = synthetic_problems(3)
+    _remember(problems[:1])
+    for item, confidence in zip(problems, (0.97, None, 0.9)):
+        predicted.remember(predicted.PredictedDecision(item.problem, H100, item.configs[0], confidence, "nvidia-h100-gemm", "learned:abc", "DIODE/EXHAUSTIVE"))
+    info = json.loads(run(capsys, "cache", "info", "--json")[1])
+    assert (info["entries"], info["measured"]["entries"], info["predicted"]["entries"]) == (0, 1, 3)
+    assert info["predicted"]["directory"] == str(isolated_caches / "diode" / "predicted-v1")
+    assert "picks:    3 predicted decisions, " in run(capsys, "cache", "info")[1]
+    code, out, _ = run(capsys, "cache", "list")
+    lines = out.splitlines()
+    assert code == 0 and lines[1] == "1 measured decision" and lines[-1] == "3 predicted decisions"
+    pick = f"{problems[0].problem.describe()} on NVIDIA H100 80GB HBM3: {problems[0].configs[0].describe()} "
+    assert f"{pick}(predicted by nvidia-h100-gemm, confidence 0.97)" in lines[2:]
+    assert any(line.endswith("(predicted by nvidia-h100-gemm, no confidence)") for line in lines)
+    code, out, _ = run(capsys, "cache", "export", "-o", str(tmp_path / "data"))
+    assert code == 0 and out.startswith("1 measured problems on ")  # predictions are not timings
+    code, out, _ = run(capsys, "cache", "clear")
+    assert "removed 1 measured entries" in out and "removed 3 predicted decision entries" in out
+    assert list(predicted.stored_decisions()) == []
 
 
 def test_exported_measurements_train_a_model(capsys, isolated_caches, tmp_path):
@@ -316,7 +342,7 @@ def test_status_mentions_the_prediction_cache_and_its_measured_decisions(capsys,
     problem, hardware = GemmProblem("mm", 64, 64, 64), HardwareInfo("NVIDIA H100 80GB HBM3", "nvidia", sm_count=132)
     measured.remember(measured.MeasuredDecision(problem, hardware, (KernelConfig("aten", "aten::mm"),), (5.0,), "DIODE/EXHAUSTIVE"))
     code, out, _ = run(capsys, "status", "--hardware", "cpu")
-    assert code == 0 and "(0 entries, 1 measured decisions" in out
+    assert code == 0 and "(0 entries, 1 measured decisions, 0 predicted decisions" in out
 
 
 def test_status_describes_named_hardware_without_having_it(capsys):

@@ -20,7 +20,8 @@ from torch._inductor import config
 from torch._inductor.utils import run_and_get_code
 
 import diode_backend
-from diode_backend import plugins
+from diode_backend import plugins, predicted
+from diode_backend.cache import default_cache
 from diode_backend.options import OPTIONS_BY_NAME
 from diode_backend.scorer import Prediction
 
@@ -282,6 +283,7 @@ def test_each_gemm_decision_is_one_info_line(scorer_plugin, caplog):
 def test_a_decision_read_from_the_prediction_cache_says_so(isolated_caches, caplog):
     options = {**DIODE, "fast_autotune": True, "diode_model": "example-bias-epilogue"}
     compile_code(biased_addmm, biased_inputs(), **options)
+    default_cache(predicted.FOLDER).clear()  # else the stored pick answers, nothing ranked
     torch._dynamo.reset()
     with caplog.at_level(logging.INFO, logger="diode_backend"):
         compile_code(biased_addmm, biased_inputs(), **options)
@@ -340,11 +342,13 @@ def test_prediction_stats_and_profiles_count_real_compiles():
         compile_code(biased_addmm, biased_inputs(), **options, diode_model="example-bias-epilogue")
         assert picked == {}  # filled when the block ends
     nothing_measured = {"measured_decisions": 0, "measured_decision_hits": 0, "measure_failed_candidates": 0}
-    assert picked == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 0, **nothing_measured}
+    nothing_stored = {**nothing_measured, "predicted_decisions": 0, "predicted_decision_hits": 0}
+    stored = {**nothing_stored, "predicted_decisions": 1}  # the confident pick, remembered
+    assert picked == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 0, **stored}
     torch._dynamo.reset()
     with diode_backend.profile_predictions() as unranked:
         compile_code(biased_addmm, biased_inputs(), **options)  # no model for a CPU
-    assert unranked == {"total_predictions": 0, "avg_confidence": None, "fallbacks": 1, **nothing_measured}
+    assert unranked == {"total_predictions": 0, "avg_confidence": None, "fallbacks": 1, **nothing_stored}
     assert diode_backend.get_prediction_stats() == {
-        "total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 1, **nothing_measured
+        "total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 1, **stored
     }

@@ -4,8 +4,9 @@ template groups for addmm): which choices Inductor benchmarks.
 It ranks the choices step 1 (:mod:`.group_configs`) kept and marked, all groups together, and
 keeps one, or measures the set worth measuring itself (:mod:`.measure`) and keeps the fastest:
 Inductor then benchmarks nothing. Choices DIODE never saw (CPP, CUTLASS, ...) pass through (and
-are measured with the rest). A choice measured fastest before (a stored measured decision) is
-kept alone at once. When DIODE cannot measure (a choice it cannot launch) or every candidate
+are measured with the rest). The winner of a decision stored before (measured, or predicted and
+kept alone) is kept alone at once; a pick kept alone on the model's word is stored as a
+predicted decision. When DIODE cannot measure (a choice it cannot launch) or every candidate
 fails, Inductor benchmarks the set itself. Each op is counted once in the stats and logged in
 one line at INFO on ``diode_backend``, here.
 
@@ -23,13 +24,14 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from .. import counters, measured
+from .. import counters, measured, predicted
 from ..logs import log
 from ..options import DiodeOptionError
-from ..policy import Ranking, combined_confidence, rank_candidates, select_candidates
+from ..policy import Ranking, combined_confidence, keeps_alone, rank_candidates, select_candidates
+from ..problem import KernelConfig
 from ..scorer import Prediction
-from .context import GemmContext
-from .group_configs import MARK, CandidateMark, FallbackMark, MeasuredMark
+from .context import GemmContext, entry_identity
+from .group_configs import MARK, CandidateMark, DecidedMark, FallbackMark
 from .measure import Measurement, NotMeasurable, measure_choices
 
 
@@ -100,9 +102,9 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
         what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {_count(len(choices))}"
         log.info("%s: not ranked by DIODE (%s): %s", fallback.problem, fallback.reason, what)
         return list(choices)
-    known = next((i for i, mark in enumerate(marks) if isinstance(mark, MeasuredMark)), None)
+    known = next((i for i, mark in enumerate(marks) if isinstance(mark, DecidedMark)), None)
     if known is not None:
-        return [_measured_before(choices[known], marks[known], len(choices))]
+        return [_decided_before(choices[known], marks[known], len(choices))]
     marked = [i for i, mark in enumerate(marks) if isinstance(mark, CandidateMark)]
     if not marked:
         return list(choices)
@@ -117,6 +119,8 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
     best = candidate_marks[ranking.order[0]] if ranking.order else candidate_marks[0]
     groups = {m.group: m.group_size for m in candidate_marks}
     candidates = sum(groups.values()) + sum(m is None for m in marks)
+    if len(kept) == 1 and selection.fallback is None and keeps_alone(ranking.confidence, context.options):
+        _remember_pick(context, best.config, ranking.confidence)
     measurement = _measure(kept, context, call) if len(kept) > 1 and call is not None else None
     winner = _mark_of(kept[measurement.winner]) if measurement is not None and measurement.winner is not None else None
     picked = winner if isinstance(winner, CandidateMark) else best  # the measured winner, else the predicted best
@@ -136,16 +140,35 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
     return kept
 
 
-def _measured_before(choice: Any, mark: MeasuredMark, candidates: int) -> Any:
-    """A stored measured decision answers: its kernel alone, counted and logged."""
+def _decided_before(choice: Any, mark: DecidedMark, candidates: int) -> Any:
+    """A stored decision answers: its kernel alone, counted and logged."""
     context = mark.context
-    counters.record_measure("measured_decision_hits")
+    decision = context.decision
+    if isinstance(decision, predicted.PredictedDecision):
+        counters.record_decision_counter("predicted_decision_hits")
+        confidence = decision.confidence
+        sure = "none" if confidence is None else f"{confidence:.2f}"
+        why = f"predicted before by {decision.model} with confidence {sure} (a predicted decision)"
+    else:
+        counters.record_decision_counter("measured_decision_hits")
+        confidence, why = None, "measured fastest before (a measured decision)"
     counters.record_decision(
-        model=context.entry.name, kind=mark.config.kind, candidates=candidates, kept=1, confidence=None,
+        model=context.entry.name, kind=mark.config.kind, candidates=candidates, kept=1, confidence=confidence,
         problem=context.problem.describe(), pick=mark.config.describe(),
     )  # fmt: skip
-    log.info("%s: %s alone, measured fastest before (a measured decision)", context.problem.describe(), mark.config.describe())
+    log.info("%s: %s alone, %s", context.problem.describe(), mark.config.describe(), why)
     return choice
+
+
+def _remember_pick(context: GemmContext, pick: KernelConfig, confidence: float | None) -> None:
+    """Store a pick kept alone on the model's word as a predicted decision (with
+    ``diode_cache_predictions``), so that a later compile of the GEMM needs no model."""
+    if not context.options.diode_cache_predictions:
+        return
+    identity = entry_identity(context.entry)
+    decision = predicted.PredictedDecision(context.problem, context.hardware, pick, confidence, context.entry.name, identity, context.space)
+    predicted.remember(decision)
+    counters.record_decision_counter("predicted_decisions")
 
 
 def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any, Any, Any]]) -> Measurement | None:
@@ -168,11 +191,11 @@ def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any
             raise
         counters.record_error("measurement", err)
         return None
-    counters.record_measure("measure_failed_candidates", measurement.failed)
+    counters.record_decision_counter("measure_failed_candidates", measurement.failed)
     if measurement.winner is None:
         counters.record_fallback("measurement_failed")
         return None
-    counters.record_measure("measured_decisions")
+    counters.record_decision_counter("measured_decisions")
     winner = _mark_of(kept[measurement.winner])
     if context.options.diode_cache_predictions and isinstance(winner, CandidateMark):
         timed = [(m.config, t) for c, t in zip(kept, measurement.times_us) if isinstance(m := _mark_of(c), CandidateMark)]

@@ -16,13 +16,14 @@ from torch._inductor.choices import InductorChoices
 
 from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
-from .context import GemmContext, diode_requested, resolve_context
+from .context import GemmContext, diode_requested, entry_identity, resolve_context
 from . import compat
-from .group_configs import MARK, MeasuredMark, keep_group_configs
+from .group_configs import MARK, DecidedMark, keep_group_configs
 
 _context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
-#: the lowering (graph, FX node, op) whose measured kernel a template group has already offered
-_answered: ContextVar[tuple | None] = ContextVar("diode_measured_lowering", default=None)
+#: the lowering (graph, FX node, op) whose decided kernel (a stored decision's winner) a template
+#: group has already offered
+_answered: ContextVar[tuple | None] = ContextVar("diode_decided_lowering", default=None)
 
 
 class DiodeChoicesMixin:
@@ -40,17 +41,17 @@ class DiodeChoicesMixin:
         requested = bool(templates) and diode_requested()  # an empty group has nothing to rank
         lowering = _lowering(op_name) if requested else None
         if lowering is not None and _answered.get() == lowering:
-            return []  # this op's measured kernel came in an earlier group: step 2 hands it over alone
+            return []  # this op's decided kernel came in an earlier group: step 2 hands it over alone
         context = _guarded(lambda: resolve_context(kernel_inputs, op_name)) if requested else None
         token = _context.set(context)
         try:
             with _search_space(context):
-                templates = measured_templates(templates, context)
+                templates = decided_templates(templates, context)
                 choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         finally:
             _context.reset(token)
-        if lowering is not None and context is not None and context.measured_decision is not None:
-            if _holds_measured_kernel(choices):
+        if lowering is not None and context is not None and context.decision is not None:
+            if _holds_decided_kernel(choices):
                 _answered.set(lowering)
         return choices
 
@@ -82,7 +83,7 @@ def model_identity() -> str:
         entry = catalog.pick_entry(hardware, options.diode_model) if hardware else None
         if entry is None:
             return "none"
-        return f"{entry.name}:{entry.identity or registry.load_scorer(entry).identity}"
+        return f"{entry.name}:{entry_identity(entry)}"
     except (DiodeOptionError, KeyboardInterrupt):
         raise
     except BaseException as err:  # never let the cache key computation fail (or exit) a compile
@@ -105,14 +106,14 @@ def _guarded(fn: Callable[[], Any], fallback: Any = None) -> Any:
         return fallback
 
 
-def measured_templates(templates: list[Any], context: GemmContext | None) -> list[Any]:
-    """A GEMM DIODE measured before needs only its winner's template: the other templates'
-    configs would be generated and ranked only to be dropped. All of them when none matches:
-    the winner may be in a later group of the op (addmm asks for its ATen, contiguous and
-    Triton groups apart), or Inductor offers other templates than when the decision was
-    measured. Groups after the one that offered the winner are not asked for at all
-    (``get_template_configs``)."""
-    decision = context.measured_decision if context is not None else None
+def decided_templates(templates: list[Any], context: GemmContext | None) -> list[Any]:
+    """A GEMM with a stored decision (DIODE measured it, or kept a prediction alone, before)
+    needs only its winner's template: the other templates' configs would be generated and
+    ranked only to be dropped. All of them when none matches: the winner may be in a later
+    group of the op (addmm asks for its ATen, contiguous and Triton groups apart), or Inductor
+    offers other templates than when the decision was made. Groups after the one that offered
+    the winner are not asked for at all (``get_template_configs``)."""
+    decision = context.decision if context is not None else None
     if decision is None:
         return templates
     return [t for t in templates if getattr(t, "uid", None) == decision.winner.template] or templates
@@ -124,9 +125,9 @@ def _lowering(op_name: str) -> tuple | None:
     return None if lowering is None else (*lowering, op_name)
 
 
-def _holds_measured_kernel(choices: list[Any]) -> bool:
-    """Whether step 1 kept a group's measured kernel (a :class:`MeasuredMark`) among ``choices``."""
-    return any(isinstance(getattr(c, "annotations", {}).get(MARK), MeasuredMark) for c in choices)
+def _holds_decided_kernel(choices: list[Any]) -> bool:
+    """Whether step 1 kept a group's decided kernel (a :class:`DecidedMark`) among ``choices``."""
+    return any(isinstance(getattr(c, "annotations", {}).get(MARK), DecidedMark) for c in choices)
 
 
 @contextlib.contextmanager

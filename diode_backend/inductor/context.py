@@ -1,5 +1,6 @@
 """What one GEMM lowering needs resolved before DIODE decides anything: the options, the problem,
-the hardware and the scorer (wrapped in the prediction cache when ``diode_cache_predictions``)."""
+the hardware, a stored decision (measured or predicted) and the scorer (wrapped in the prediction
+cache when ``diode_cache_predictions``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import catalog, measured, registry
+from .. import catalog, measured, predicted, registry
 from ..cache import CachingScorer
 from ..options import DiodeOptions, parse_backends
+from ..policy import keeps_alone
 from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction, ScorerEntry
 from .convert import UnsupportedProblem, problem_from_inputs
@@ -31,8 +33,9 @@ class GemmContext:
     diode_alone: bool = False
     #: the backends and Triton search space the candidates come from (a measured decision's key)
     space: str = ""
-    #: what DIODE measured for this GEMM before (with ``diode_cache_predictions``)
-    measured_decision: measured.MeasuredDecision | None = None
+    #: what DIODE measured, or else predicted and kept alone, for this GEMM before (with
+    #: ``diode_cache_predictions``): its ``winner`` is kept alone
+    decision: measured.MeasuredDecision | predicted.PredictedDecision | None = None
 
 
 def diode_requested() -> bool:
@@ -64,12 +67,12 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
     hardware = registry.detect_hardware(str(kernel_inputs.device()))
     if hardware is None:
         return replace(context, problem=problem, fallback="no_hardware")
-    # a measured decision answers without the model (unless a group without its kernel comes
+    # a stored decision answers without the model (unless a group without its kernel comes
     # first), so the model is loaded only when there is none
     entry = catalog.pick_entry(hardware, options.diode_model, load=False)
     decision = None
     if entry is not None and options.diode_cache_predictions:
-        decision = measured.lookup(problem, hardware, space)
+        decision = stored_decision(problem, hardware, space, entry, options)
     if decision is None:
         entry = catalog.pick_entry(hardware, options.diode_model)
     if entry is None:
@@ -80,12 +83,29 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
         scorer = registry.load_scorer(entry)
         if options.diode_cache_predictions:
             scorer = CachingScorer(scorer)
-    return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer, measured_decision=decision)
+    return replace(context, problem=problem, hardware=hardware, entry=entry, scorer=scorer, decision=decision)
+
+
+def stored_decision(
+    problem: GemmProblem, hardware: HardwareInfo, space: str, entry: ScorerEntry, options: DiodeOptions
+) -> measured.MeasuredDecision | predicted.PredictedDecision | None:
+    """The measured decision for this GEMM, else the one ``entry``'s model predicted before if
+    the options still keep a pick of its confidence alone (:func:`~diode_backend.policy.keeps_alone`)."""
+    found = measured.lookup(problem, hardware, space)
+    if found is not None:
+        return found
+    pick = predicted.lookup(problem, hardware, space, entry.name, entry_identity(entry))
+    return pick if pick is not None and keeps_alone(pick.confidence, options) else None
+
+
+def entry_identity(entry: ScorerEntry) -> str:
+    """The identity of ``entry``'s model: the entry's own, else its loaded scorer's."""
+    return entry.identity or registry.load_scorer(entry).identity
 
 
 class DeferredScorer:
     """``entry``'s scorer behind the prediction cache, loaded at its first prediction: a GEMM a
-    measured decision answers has nothing to rank, so it must not pay for loading a model."""
+    stored decision answers has nothing to rank, so it must not pay for loading a model."""
 
     def __init__(self, entry: ScorerEntry) -> None:
         self.name = entry.name
@@ -97,7 +117,7 @@ class DeferredScorer:
 
     @property
     def identity(self) -> str:
-        return self._entry.identity or self._scorer.identity
+        return entry_identity(self._entry)
 
     def predict(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> Prediction:
         return self._scorer.predict(problem, configs, hardware)

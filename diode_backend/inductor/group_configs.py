@@ -4,9 +4,10 @@ one group of template choices Inductor goes on to generate code for.
 It runs once per group, before any kernel source exists: it scores every candidate, keeps the
 group's best (top-1 when confident, else the set worth measuring) and marks each kept choice with a
 :class:`CandidateMark` for step 2 (:mod:`.benchmarked_choices`); a group DIODE cannot rank gets
-a :class:`FallbackMark` instead. A group holding the kernel DIODE measured fastest for this GEMM
-before keeps that kernel alone (:class:`MeasuredMark`), unscored; other groups are ranked as
-usual (from the prediction cache when it holds them) and step 2 drops them.
+a :class:`FallbackMark` instead. A group holding the kernel of a stored decision for this GEMM
+(DIODE measured it fastest, or kept it alone on its model's word, before) keeps that kernel alone
+(:class:`DecidedMark`), unscored; other groups are ranked as usual (from the prediction cache
+when it holds them) and step 2 drops them.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class CandidateMark:
 
 
 @dataclass(frozen=True)
-class MeasuredMark:
-    """The choice DIODE measured fastest for this GEMM before (``context.measured_decision``)."""
+class DecidedMark:
+    """The winner of the decision stored for this GEMM (``context.decision``, measured or
+    predicted)."""
 
     context: GemmContext
     config: KernelConfig
@@ -62,10 +64,10 @@ def keep_group_configs(ktcs: list[Any], context: GemmContext) -> list[Any]:
     if context.fallback is not None:
         return _fall_back(ktcs, context.fallback, context)
     configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
-    if context.measured_decision is not None and context.measured_decision.winner in configs:
-        # measured before: that kernel alone, nothing ranked (step 2 hands it to Inductor alone)
-        winner = configs.index(context.measured_decision.winner)
-        ktcs[winner].annotations[MARK] = MeasuredMark(context, configs[winner])
+    if context.decision is not None and context.decision.winner in configs:
+        # decided before: that kernel alone, nothing ranked (step 2 hands it to Inductor alone)
+        winner = configs.index(context.decision.winner)
+        ktcs[winner].annotations[MARK] = DecidedMark(context, configs[winner])
         return [ktcs[winner]]
     ranking = rank_candidates(context.scorer, context.problem, configs, context.hardware)
     if not ranking.order:

@@ -133,11 +133,16 @@ def path_entry(path: str | os.PathLike[str]) -> ModelEntry:
         )
     if not path.is_file():
         raise ModelLoadError(f"{path}: no such model file or folder")
+    from .checkpoint import file_sha256
+    from .learned import learned_identity
+
     return ModelEntry(
         name=str(path),
         load=functools.partial(_load_file, path),
         applies_to=_never,
         description="model file named by path",
+        # its checksum, so a stored decision answers without loading the weights
+        identity=learned_identity(file_sha256(path)),
         path=str(path),
         source="path",
     )

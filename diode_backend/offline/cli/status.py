@@ -67,9 +67,10 @@ def _print(report: dict) -> None:
     for name, value in report["options"].items():
         error = report["option_errors"].get(name)
         print(f"  {name} = {value!r}" + (f"  INVALID {error}" if error else ""))
+    from ... import measured as measured_decisions, predicted as predicted_decisions
     from ...cache import default_cache
-    from ...measured import FOLDER
 
-    cache, measured = default_cache().info(), default_cache(FOLDER).info()
+    cache, measured = default_cache().info(), default_cache(measured_decisions.FOLDER).info()
+    picks = default_cache(predicted_decisions.FOLDER).info()
     print(f"prediction cache: {cache.directory} ({cache.entries} entries, "
-          f"{measured.entries} measured decisions; `diode cache info`)")  # fmt: skip
+          f"{measured.entries} measured decisions, {picks.entries} predicted decisions; `diode cache info`)")  # fmt: skip
