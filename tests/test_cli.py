@@ -362,3 +362,44 @@ def test_status_reports_an_invalid_environment_variable_and_fails():
     assert done.returncode != 0
     assert f"diode_top_k = {OPTIONS_BY_NAME['diode_top_k'].default}  INVALID TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1" in done.stdout
     assert done.stderr.strip() == "diode status: error: TORCHINDUCTOR_DIODE_TOP_K='abc': expected a whole number >= 1"
+
+
+SIX_FAMILIES = ("llama", "bert", "gpt", "t5", "vit", "whisper")
+QUICK_TRAIN = ("--max-epochs", "1", "--steps-per-epoch", "3", "--hidden", "8", "--ensemble", "2")
+
+
+def test_train_uses_the_named_early_stopping_and_calibration_families(capsys, tmp_path):
+    import torch
+    from synthetic_timings import write_dataset
+
+    data = write_dataset(tmp_path / "data", train=48, validation=6, families=SIX_FAMILIES)
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), "--holdout-families", "whisper",
+                       "--stopping-families", "gpt, zoo:t5", "--calibration-families", "llama", *QUICK_TRAIN)  # fmt: skip
+    assert code == 0, err
+    training = torch.load(tmp_path / "model" / "model.pt", weights_only=True)["training"]
+    assert training["stopping_families"] == ["gpt", "t5"] and training["calibration_families"] == ["llama"]
+    assert training["split"] == "given" and training["train_problems"] == 16  # bert and vit, 8 each
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--stopping-families", "gpt"], "--stopping-families: give --calibration-families too, or neither"),
+        (["--calibration-families", "gpt"], "--calibration-families: give --stopping-families too, or neither"),
+        (["--stopping-families", "opt", "--calibration-families", "gpt"],
+         "--stopping-families: unknown family 'opt'; the training data has: bert, gpt, llama, t5, vit"),
+        (["--stopping-families", "gpt", "--calibration-families", "whisper"],
+         "--calibration-families: 'whisper' is in --holdout-families"),
+        (["--stopping-families", "gpt,t5", "--calibration-families", "t5"],
+         "--calibration-families: 't5' is also in --stopping-families; name each family in one of them"),
+        (["--stopping-families", "gpt,t5", "--calibration-families", "llama,bert,vit"], "that leaves no family to train on"),
+    ],
+)  # fmt: skip
+def test_a_named_split_that_cannot_be_used_is_a_usage_error(capsys, tmp_path, argv, message):
+    from synthetic_timings import write_dataset
+
+    data = write_dataset(tmp_path / "data", train=12, validation=0, families=SIX_FAMILIES)
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), "--holdout-families", "whisper", *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and err.startswith("diode train: error: ") and message in err
+    assert not (tmp_path / "model").exists()  # refused before any training

@@ -184,3 +184,65 @@ def test_a_model_trained_on_baddbmm_scores_baddbmm(tmp_path):
     prediction = scorer.predict(unseen.problem, unseen.configs, H100)
     assert all(math.isfinite(t) and t > 0 for t in prediction.times_us)
     assert scorer.ops == ("mm", "baddbmm")
+
+
+def _six_families():
+    return [
+        replace(p, generator=f"zoo:{family}")
+        for family, seed in zip(("llama", "bert", "gpt", "t5", "vit", "whisper"), range(6))
+        for p in synthetic_problems(8, seed=seed)
+    ]
+
+
+def test_without_named_families_the_split_is_drawn_as_before(tmp_path):
+    # pinned: the families split_families drew for this data before the split could be named,
+    # so that a shipped model's recorded command still reproduces it
+    run(_six_families(), tmp_path / "model.pt", holdout_families=["whisper"])
+    training = torch.load(tmp_path / "model.pt", weights_only=True)["training"]
+    assert (training["stopping_families"], training["calibration_families"]) == (["vit"], ["bert"])
+    assert "split" not in training  # absent: drawn (the checkpoint keeps its earlier keys)
+
+
+def test_naming_the_drawn_families_trains_the_same_model_on_grown_data(tmp_path):
+    problems = _six_families()
+    run(problems, tmp_path / "drawn.pt", holdout_families=["whisper"])
+    as_drawn = {"holdout_families": ["whisper"], "stopping_families": ["vit"], "calibration_families": ["bert"]}
+    named = run(problems, tmp_path / "named.pt", **as_drawn)
+    drawn, given = (torch.load(tmp_path / f"{name}.pt", weights_only=True) for name in ("drawn", "named"))
+    assert all(torch.equal(drawn["state_dict"][key], given["state_dict"][key]) for key in drawn["state_dict"])
+    assert given["training"]["split"] == "given" and given["training"]["stopping_families"] == ["vit"]
+    assert (named.train_problems, named.stopping_problems, named.calibration_problems) == (24, 8, 16)
+    # 16 more problems of vit: it no longer fits the drawn hold-out, so the drawn split moves
+    grown = problems + [replace(p, generator="zoo:vit") for p in synthetic_problems(16, seed=9)]
+    run(grown, tmp_path / "grown-drawn.pt", holdout_families=["whisper"])
+    run(grown, tmp_path / "grown.pt", **as_drawn)
+    moved, kept = (torch.load(tmp_path / f"{name}.pt", weights_only=True)["training"] for name in ("grown-drawn", "grown"))
+    assert (moved["stopping_families"], moved["calibration_families"]) == (["bert"], ["gpt"])
+    assert (kept["stopping_families"], kept["calibration_families"], kept["train_problems"]) == (["vit"], ["bert"], 24)
+
+
+@pytest.mark.parametrize(
+    "stopping, calibration, message",
+    [
+        (["vit"], [], "--stopping-families: give --calibration-families too"),
+        (["vit"], ["vit"], "--calibration-families: 'vit' is also in --stopping-families"),
+        (["opt"], ["bert"], "--stopping-families: unknown family 'opt'; the training data has: bert, gpt, llama, t5, vit"),
+        (["whisper"], ["bert"], "--stopping-families: 'whisper' is in --holdout-families"),
+        (["vit", "gpt"], ["bert", "t5", "llama"], "that leaves no family to train on"),
+    ],
+)
+def test_a_named_split_is_checked(tmp_path, stopping, calibration, message):
+    with pytest.raises(ValueError) as raised:
+        named = {"stopping_families": stopping, "calibration_families": calibration}
+        run(_six_families(), tmp_path / "model.pt", holdout_families=["whisper"], **named)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_resume_refuses_a_state_of_another_split(tmp_path):
+    extractor = registry.feature_extractors()["gemm"]
+    problems = _six_families()
+    with pytest.raises(KeyboardInterrupt):
+        train(problems, H100, extractor, tmp_path / "model.pt", FAST, progress=_InterruptAt(2))
+    with pytest.raises(ValueError, match=r"another split \(drawn: early stopping on .*, now given: early stopping on bert"):
+        run(problems, tmp_path / "model.pt", resume=True, stopping_families=["bert"], calibration_families=["gpt"])
+    assert run(problems, tmp_path / "model.pt", resume=True).epochs == 4  # the same (drawn) split resumes

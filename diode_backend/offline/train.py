@@ -8,7 +8,8 @@ What the loop optimises, and why:
   whole families: one drives early stopping, and both fit the confidence calibration (one half
   alone is too few problems to fit it), which then measures what an unseen family looks like to
   the model. With fewer than :data:`MIN_FAMILIES_TO_SPLIT` families the halves are drawn by
-  problem instead. Rows of one problem never straddle splits.
+  problem instead. Rows of one problem never straddle splits. Adding data changes which families
+  fit, so a retrain meant to differ only by its data names the two halves' families instead.
 - **Loss per problem.** Each step draws problems and, within each, candidates biased towards the
   fast end (the region a top-1 pick lives in). The loss is the mean squared error of the log
   runtime (absolute times matter: DIODE compares winners of separately ranked groups) plus a
@@ -155,11 +156,52 @@ def split_families(families: Sequence[str], fraction: float, seed: int) -> tuple
             held.append(name)
     for name in sorted((n for n in order if n not in held), key=sizes.__getitem__)[: max(0, 2 - len(held))]:
         held.append(name)
-    stop, calibration = set(held[::2]), set(held[1::2])
+    return split_named(families, held[::2], held[1::2])
+
+
+def split_named(
+    families: Sequence[str], stopping: Sequence[str], calibration: Sequence[str]
+) -> tuple[list[int], list[int], list[int]]:
+    """Problem indices split into (train, early stopping, calibration only): the problems of the
+    families ``stopping``, of ``calibration``, and all others (``families[i]`` is problem ``i``'s)."""
+    stop, calibrate = set(stopping), set(calibration)
     parts: tuple[list[int], list[int], list[int]] = ([], [], [])
     for index, family in enumerate(families):
-        parts[1 if family in stop else 2 if family in calibration else 0].append(index)
+        parts[1 if family in stop else 2 if family in calibrate else 0].append(index)
     return parts
+
+
+def check_named_split(
+    known: Sequence[str], holdout: Sequence[str], stopping: Sequence[str], calibration: Sequence[str]
+) -> None:
+    """Check a split named by family (``diode train --stopping-families/--calibration-families``)
+    against the families ``known`` to the training data (the held-out ones among them or not);
+    naming neither half passes (the split is then drawn).
+
+    :raises ValueError: one line naming the option at fault and how to fix it.
+    """
+    if not stopping and not calibration:
+        return
+    if not calibration:
+        raise ValueError("--stopping-families: give --calibration-families too, or neither to draw the split")
+    if not stopping:
+        raise ValueError("--calibration-families: give --stopping-families too, or neither to draw the split")
+    left = sorted(set(known) - set(holdout))
+    for option, names in (("--stopping-families", stopping), ("--calibration-families", calibration)):
+        for name in names:
+            if name in holdout:
+                raise ValueError(
+                    f"{option}: {name!r} is in --holdout-families; a family is held out or in the split, not both"
+                )
+            if name not in left:
+                raise ValueError(f"{option}: unknown family {name!r}; the training data has: {', '.join(left) or 'none'}")
+    for name in stopping:
+        if name in calibration:
+            raise ValueError(
+                f"--calibration-families: {name!r} is also in --stopping-families; name each family in one of them"
+            )
+    if not set(left) - set(stopping) - set(calibration):
+        raise ValueError("--stopping-families, --calibration-families: that leaves no family to train on")
 
 
 def train(
@@ -173,10 +215,17 @@ def train(
     progress: TextIO | None = sys.stderr,
     metadata: dict[str, Any] | None = None,
     holdout_families: Sequence[str] = (),
+    stopping_families: Sequence[str] = (),
+    calibration_families: Sequence[str] = (),
 ) -> TrainResult:
     """Train on ``records`` (all of them training problems; the held-out part is split off
     here), less the problems of ``holdout_families``, write the checkpoint to ``output`` and
     return what happened.
+
+    The early-stopping and calibration-only problems are those of ``stopping_families`` and
+    ``calibration_families`` when both are named (:func:`check_named_split`), else drawn by
+    :func:`split_families`; a retrain on grown data that names the families a checkpoint recorded
+    keeps its split.
 
     The training state goes to ``<output>.state`` after every epoch (removed once the checkpoint
     is written); with ``resume`` an existing state is continued (it must come from the same data
@@ -190,8 +239,13 @@ def train(
     records = usable(given)
     unusable = len(given) - len(records)
     families = [family_of(record) for record in records]
+    named = bool(stopping_families or calibration_families)
+    check_named_split(families, holdout_families, stopping_families, calibration_families)
     try:
-        train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
+        if named:
+            train_ids, stop_ids, calibration_ids = split_named(families, stopping_families, calibration_families)
+        else:
+            train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
     except ValueError as err:
         if not unusable:
             raise
@@ -203,6 +257,12 @@ def train(
         _Rows.build([records[i] for i in ids], extractor, hardware) for ids in (train_ids, stop_ids, calibration_ids)
     )
     digest = data_digest(records, hardware)
+    split = {
+        "stopping_families": sorted({families[i] for i in stop_ids}),
+        "calibration_families": sorted({families[i] for i in calibration_ids}),
+        # recorded only when given, so that a drawn split's checkpoint keeps its earlier bytes
+        **({"split": "given"} if named else {}),
+    }
 
     torch.manual_seed(options.seed)
     arch = {
@@ -223,7 +283,7 @@ def train(
     output.parent.mkdir(parents=True, exist_ok=True)
     state_path = output.with_name(output.name + ".state")
     if resume and state_path.exists():
-        loop = _load_state(state_path, model, optimizer, scheduler, sampler, options, digest)
+        loop = _load_state(state_path, model, optimizer, scheduler, sampler, options, digest, split)
 
     bar = Progress(options.max_epochs * options.steps_per_epoch, enabled=progress is not None, stream=progress, unit="steps")
     done = loop.epoch * options.steps_per_epoch
@@ -250,7 +310,7 @@ def train(
             f"  top-1 regret {math.exp(evaluation['log_top1_regret']):.4f}  rmse(log) {evaluation['rmse_log']:.3f}"
             + ("  *" if loop.best_epoch == loop.epoch else "")
         )
-        _save_state(state_path, model, optimizer, scheduler, sampler, options, digest, loop)
+        _save_state(state_path, model, optimizer, scheduler, sampler, options, digest, split, loop)
 
     model.load_state_dict(loop.best_state)
     model.eval()
@@ -279,8 +339,7 @@ def train(
         "stopping_problems": len(stop_ids),
         "calibration_problems": calibration_problems,
         "holdout_families": sorted(holdout_families),
-        "stopping_families": sorted({families[i] for i in stop_ids}),
-        "calibration_families": sorted({families[i] for i in calibration_ids}),
+        **split,
         "best_epoch": loop.best_epoch,
         "history": loop.history,
         **(metadata or {}),
@@ -477,12 +536,13 @@ class _LoopState:
     history: list[dict[str, float]] = dataclasses.field(default_factory=list)
 
 
-def _save_state(path, model, optimizer, scheduler, sampler, options, digest, loop: _LoopState) -> None:
+def _save_state(path, model, optimizer, scheduler, sampler, options, digest, split, loop: _LoopState) -> None:
     state = {
         "format": _STATE_FORMAT,
         "format_version": _STATE_VERSION,
         "options": dataclasses.asdict(options),
         "data_digest": digest,
+        "split": split,
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
@@ -492,7 +552,7 @@ def _save_state(path, model, optimizer, scheduler, sampler, options, digest, loo
     _atomic_save(state, path)
 
 
-def _load_state(path, model, optimizer, scheduler, sampler, options, digest) -> _LoopState:
+def _load_state(path, model, optimizer, scheduler, sampler, options, digest, split) -> _LoopState:
     state = torch.load(path, weights_only=True)
     if state.get("format") != _STATE_FORMAT or state.get("format_version") != _STATE_VERSION:
         raise ValueError(f"{path}: not a diode training state (format {state.get('format')!r})")
@@ -501,11 +561,25 @@ def _load_state(path, model, optimizer, scheduler, sampler, options, digest) -> 
     if state["options"] != dataclasses.asdict(options):
         changed = sorted(k for k, v in dataclasses.asdict(options).items() if state["options"].get(k) != v)
         raise ValueError(f"{path}: was trained with other options ({', '.join(changed)}); use the same ones to resume")
+    # a state from before the split was recorded drew it, from the data and options checked above
+    recorded = state.get("split", {k: v for k, v in split.items() if k != "split"})
+    if recorded != split:
+        raise ValueError(
+            f"{path}: was trained with another split ({_describe(recorded)}, now {_describe(split)}); "
+            "pass the same --stopping-families and --calibration-families to resume"
+        )
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     sampler.set_state(state["sampler"])
     return _LoopState(**state["loop"])
+
+
+def _describe(split: dict[str, Any]) -> str:
+    return (
+        f"{split.get('split', 'drawn')}: early stopping on {','.join(split['stopping_families'])}, "
+        f"calibration only on {','.join(split['calibration_families'])}"
+    )
 
 
 def _atomic_save(obj: Any, path: Path) -> None:

@@ -58,6 +58,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "`diode validate --families held-out` measures them as unseen (a family is a problem's "
         "generator without its 'zoo:' prefix; `diode dataset info` lists the generators)",
     )
+    for half, role in (("stopping", "early stopping"), ("calibration", "calibrating the confidence only")):
+        parser.add_argument(
+            f"--{half}-families",
+            metavar="A,B,...",
+            default="",
+            help=f"model families used for {role}, instead of drawing the split by seed (give "
+            "both or neither; to retrain like-for-like on grown data, the families the checkpoint "
+            "recorded: docs/models.md)",
+        )
     parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -79,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ... import registry
     from ..dataset import load_dataset
-    from ..families import check_families, parse_families, without_families
-    from ..train import TrainOptions, inference_hardware, train, write_model_manifest
+    from ..families import check_families, family_of, parse_families, without_families
+    from ..train import TrainOptions, check_named_split, inference_hardware, train, write_model_manifest
     from . import CommandError, UsageError
 
     if args.threads:
@@ -97,18 +106,25 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--holdout-families: {err}") from None
         if not without_families(problems, held_out):
             raise UsageError("--holdout-families: that leaves no training problem")
+    kept = without_families(problems, held_out)
+    stopping, calibration = parse_families(args.stopping_families), parse_families(args.calibration_families)
+    try:
+        check_named_split([family_of(p) for p in kept], held_out, stopping, calibration)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})
     result = train(
         problems, hardware, extractor, args.output / "model.pt", options, resume=args.resume,
-        holdout_families=held_out, progress=sys.stderr,  # the stream of now, not of import time
+        holdout_families=held_out, stopping_families=stopping, calibration_families=calibration,
+        progress=sys.stderr,  # the stream of now, not of import time
     )  # fmt: skip
     manifest = write_model_manifest(
         args.output,
         name=args.name or args.output.resolve().name,
         hardware_match=args.hardware_match or [hardware.name],
-        problems=without_families(problems, held_out),
+        problems=kept,
         description=f"timing model trained by `diode train` without the families {', '.join(held_out)}" if held_out else "",
         priority=args.priority,
     )
