@@ -26,11 +26,10 @@ from typing import Any
 
 from .. import counters, measured, predicted
 from ..logs import log
-from ..options import DiodeOptionError
 from ..policy import Ranking, combined_confidence, keeps_alone, rank_candidates, select_candidates
 from ..problem import KernelConfig
 from ..scorer import Prediction
-from .context import GemmContext, entry_identity
+from .context import GemmContext, contained, entry_identity
 from .group_configs import MARK, CandidateMark, DecidedMark, FallbackMark
 from .measure import Measurement, NotMeasurable, measure_choices
 
@@ -59,11 +58,9 @@ def patch_autotuner(select_algorithm: ModuleType) -> None:
 
 
 def _select(choices, call):
-    from torch._inductor import config
-
     from .context import diode_requested
 
-    try:
+    def select() -> list[Any]:
         if diode_requested() and not _choices_class_has_diode():
             counters.record_fallback("choices_class_override")
             counters.warn_once(
@@ -74,13 +71,8 @@ def _select(choices, call):
             )
             return choices
         return choices_to_benchmark(choices, call)
-    except (DiodeOptionError, KeyboardInterrupt):
-        raise
-    except BaseException as err:  # SystemExit from a plugin's scorer too
-        if config.diode_strict:
-            raise
-        counters.record_error("final_selection", err)
-        return choices
+
+    return contained(select, "final_selection", fallback=choices)
 
 
 def _choices_class_has_diode() -> bool:
@@ -179,17 +171,16 @@ def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any
 
     if config.deterministic:  # Inductor then picks without timing anything; leave that to it
         return None
-    try:
-        measurement = measure_choices(kept, *call())
-    except NotMeasurable:
-        counters.record_fallback("not_measurable")
-        return None
-    except (DiodeOptionError, KeyboardInterrupt):
-        raise
-    except BaseException as err:
-        if config.diode_strict:
-            raise
-        counters.record_error("measurement", err)
+
+    def measure() -> Measurement | None:
+        try:
+            return measure_choices(kept, *call())
+        except NotMeasurable:
+            counters.record_fallback("not_measurable")
+            return None
+
+    measurement = contained(measure, "measurement")
+    if measurement is None:
         return None
     counters.record_decision_counter("measure_failed_candidates", measurement.failed)
     if measurement.winner is None:

@@ -7,7 +7,6 @@ Built by :class:`~diode_backend.inductor.factory.ChoicesFactory`, the default of
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -16,7 +15,7 @@ from torch._inductor.choices import InductorChoices
 
 from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
-from .context import GemmContext, diode_requested, entry_identity, resolve_context
+from .context import GemmContext, contained, diode_requested, entry_identity, resolve_context
 from . import compat
 from .group_configs import MARK, DecidedMark, keep_group_configs
 
@@ -42,7 +41,7 @@ class DiodeChoicesMixin:
         lowering = _lowering(op_name) if requested else None
         if lowering is not None and _answered.get() == lowering:
             return []  # this op's decided kernel came in an earlier group: step 2 hands it over alone
-        context = _guarded(lambda: resolve_context(kernel_inputs, op_name)) if requested else None
+        context = contained(lambda: resolve_context(kernel_inputs, op_name), "ranking") if requested else None
         token = _context.set(context)
         try:
             with _search_space(context):
@@ -64,7 +63,7 @@ class DiodeChoicesMixin:
         context = _context.get()
         if context is None:
             return ktcs
-        return _guarded(lambda: keep_group_configs(ktcs, context), fallback=ktcs)
+        return contained(lambda: keep_group_configs(ktcs, context), "ranking", fallback=ktcs)
 
 
 class DiodeChoices(DiodeChoicesMixin, InductorChoices):
@@ -89,21 +88,6 @@ def model_identity() -> str:
     except BaseException as err:  # never let the cache key computation fail (or exit) a compile
         counters.record_error("model_identity", err)
         return "unknown"
-
-
-def _guarded(fn: Callable[[], Any], fallback: Any = None) -> Any:
-    """Run DIODE code; an internal error is counted, logged once and turned into ``fallback``
-    (re-raised under ``diode_strict`` or when it is a user's option error). ``SystemExit`` from
-    a plugin's scorer is contained like any error: it must not end the compiling process."""
-    try:
-        return fn()
-    except (DiodeOptionError, KeyboardInterrupt):
-        raise
-    except BaseException as err:
-        if config.diode_strict:
-            raise
-        counters.record_error("ranking", err)
-        return fallback
 
 
 def decided_templates(templates: list[Any], context: GemmContext | None) -> list[Any]:

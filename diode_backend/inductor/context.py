@@ -5,13 +5,13 @@ cache when ``diode_cache_predictions``)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import catalog, measured, predicted, registry
+from .. import catalog, counters, measured, predicted, registry
 from ..cache import CachingScorer
-from ..options import DiodeOptions, parse_backends
+from ..options import DiodeOptionError, DiodeOptions, parse_backends
 from ..policy import keeps_alone
 from ..problem import SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction, ScorerEntry
@@ -36,6 +36,24 @@ class GemmContext:
     #: what DIODE measured, or else predicted and kept alone, for this GEMM before (with
     #: ``diode_cache_predictions``): its ``winner`` is kept alone
     decision: measured.MeasuredDecision | predicted.PredictedDecision | None = None
+
+
+def contained(fn: Callable[[], Any], where: str, fallback: Any = None) -> Any:
+    """Run DIODE code during a compile; an internal error is counted under ``where``, logged once
+    and turned into ``fallback`` (re-raised under ``diode_strict`` or when it is a user's option
+    error). ``SystemExit`` from a plugin is contained like any error: it must not end the
+    compiling process."""
+    from torch._inductor import config
+
+    try:
+        return fn()
+    except (DiodeOptionError, KeyboardInterrupt):
+        raise
+    except BaseException as err:
+        if config.diode_strict:
+            raise
+        counters.record_error(where, err)
+        return fallback
 
 
 def diode_requested() -> bool:
