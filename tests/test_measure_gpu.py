@@ -73,13 +73,13 @@ def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
 
 _COMPILE = textwrap.dedent(
     """
-    import json, re, torch, diode_backend
+    import json, re, sys, torch, diode_backend
     from torch._inductor.utils import run_and_get_code
     from diode_backend import measured
     a = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
     fn = torch.compile(torch.mm, options={"max_autotune": True, "max_autotune_gemm_backends": "DIODE",
-                                          "fast_autotune": True, "diode_confidence_threshold": 1.0})
+                                          "fast_autotune": True, "diode_confidence_threshold": float(sys.argv[1])})
     _, (code,) = run_and_get_code(fn, a, b)
     kernel = sorted(set(re.findall(r"extern_kernels\\.\\w+\\(|BLOCK_[MNK] : tl.constexpr = \\d+", code)))
     print(json.dumps({"stats": diode_backend.get_prediction_stats(), "kernel": kernel,
@@ -88,18 +88,28 @@ _COMPILE = textwrap.dedent(
 )
 
 
-def test_a_second_process_compiles_the_measured_kernel_without_measuring(tmp_path):
-    def compile_in_new_process(run):
-        env = {**os.environ, "DIODE_CACHE_DIR": str(tmp_path / "diode"), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / run)}
-        done = subprocess.run([sys.executable, "-c", _COMPILE], capture_output=True, text=True, env=env, timeout=600)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.splitlines()[-1])
+def _compile_in_new_process(tmp_path, run: str, threshold: float) -> dict:
+    """``_COMPILE`` in a fresh process: DIODE's cache shared across runs, Inductor's cold in each."""
+    env = {**os.environ, "DIODE_CACHE_DIR": str(tmp_path / "diode"), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / run)}
+    done = subprocess.run([sys.executable, "-c", _COMPILE, str(threshold)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
 
-    first, second = compile_in_new_process("a"), compile_in_new_process("b")  # Inductor's caches cold both times
+
+def test_a_second_process_compiles_the_measured_kernel_without_measuring(tmp_path):
+    first, second = (_compile_in_new_process(tmp_path, run, threshold=1.0) for run in "ab")
     assert first["stats"]["measured_decisions"] == 1 and first["stats"]["measured_decision_hits"] == 0
     assert second["stats"]["measured_decisions"] == 0 and second["stats"]["measured_decision_hits"] == 1
     assert first["kernel"] == second["kernel"] and first["kernel"]
     assert first["winners"] == second["winners"]
+
+
+def test_a_second_process_takes_the_confident_pick_without_scoring(tmp_path):
+    first, second = (_compile_in_new_process(tmp_path, run, threshold=0.0) for run in "ab")
+    assert first["stats"]["predicted_decisions"] == 1 and first["stats"]["predicted_decision_hits"] == 0
+    assert second["stats"]["predicted_decisions"] == 0 and second["stats"]["predicted_decision_hits"] == 1
+    assert first["stats"]["measured_decisions"] == second["stats"]["measured_decisions"] == 0
+    assert first["kernel"] == second["kernel"] and first["kernel"]
 
 
 _NEW_PRECISION_API = textwrap.dedent(
