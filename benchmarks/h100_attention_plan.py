@@ -99,23 +99,35 @@ def draw_pair(t: dict, rng: random.Random) -> tuple[GemmProblem, GemmProblem] | 
         q = kv = sequence(rng, 16, 4096)
     else:
         q, kv = sequence(rng, 2, 1024), sequence(rng, 16, 4096)
+    batch = draw_batch(t, rng, q, kv)
+    return pair(t, batch, q, kv) if batch else None
+
+
+def draw_batch(t: dict, rng: random.Random, q: int, kv: int) -> int | None:
+    """heads x b for template ``t`` (b log-uniform, batch-heads within BATCH_HEADS), b lowered to
+    fit the flop bound; None when no batch fits."""
     heads = t["heads"]
     b_low = max(1, -(-BATCH_HEADS[0] // heads))
     b = log_uniform(rng, b_low, max(b_low, BATCH_HEADS[1] // heads))
     b = min(b, int(MAX_FLOPS["train"] // (2 * heads * q * kv * max(t["d"], t["dv"]))))
-    if b < 1:
-        return None
-    common = dict(batch=heads * b, dtype=t["dtype"], allow_tf32=t["allow_tf32"], a_layout="row")
+    return heads * b if b >= 1 else None
+
+
+def pair(t: dict, batch: int, q: int, kv: int) -> tuple[GemmProblem, GemmProblem] | None:
+    """Template ``t``'s (Q @ K^T, P @ V) at these sizes, or None when they are one problem."""
+    common = dict(batch=batch, dtype=t["dtype"], allow_tf32=t["allow_tf32"], a_layout="row")
     qk = GemmProblem(op=t["qk_op"], m=q, n=kv, k=t["d"], b_layout=t["qk_layout"], bias=t["qk_bias"], **common)
     pv = GemmProblem(op="bmm", m=q, n=t["dv"], k=kv, b_layout=t["pv_layout"], **common)
     return (qk, pv) if qk != pv else None  # q == kv == d with equal layouts: one problem
 
 
-def known_problems(holdout: list[str], zoo: dict[str, list[dict]]) -> set[GemmProblem]:
-    """What must not be planned again: the dataset, every other plan, every held-out GEMM."""
+def known_problems(holdout: list[str], zoo: dict[str, list[dict]], target: Path = TARGET) -> set[GemmProblem]:
+    """What must not be planned again: the dataset, every plan but ``target``, every held-out
+    GEMM. A later plan never holds an earlier one's problems, so an earlier plan's draws keep
+    their outcome and it regenerates unchanged."""
     known = {record.problem for record in load_dataset(DATASET).problems}
     for path in sorted(OUT.glob("*.json")):
-        if path.name not in ("zoo-holdout.json", TARGET.name):
+        if path.name not in ("zoo-holdout.json", target.name):
             known.update(problem for _, problem in shapes.from_json(path))
     known.update(GemmProblem.from_dict(e) for f in holdout for e in zoo[f])
     return known
@@ -153,13 +165,20 @@ def main() -> int:
         planned += compile_order(plan.plan(named, H100, split="train", space="sample/4"), compiled)
         compiled.update(*map(kernel_keys, planned))
     shapes.to_json([(p.generator, p.problem) for p in planned], TARGET, "h100-zoo-attention-train")
-    keys = set().union(*map(kernel_keys, planned))
-    print(f"{TARGET.name}: {len(planned)} problems, {sum(len(p.configs) for p in planned):,} pairs, {len(keys):,} kernels", file=sys.stderr)
-    for label, of in (("family", lambda p: p.generator[4:]), ("class", lambda p: workload_class(p.problem)),
-                      ("dtype", lambda p: p.problem.dtype + ("+tf32" if p.problem.allow_tf32 else ""))):
-        print(f"  {label}: {dict(sorted(Counter(map(of, planned)).items()))}", file=sys.stderr)
-        print(f"    first 120: {dict(sorted(Counter(map(of, planned[:120])).items()))}", file=sys.stderr)
+    report(TARGET, planned)
     return 0
+
+
+def report(target: Path, planned: list[plan.PlannedProblem], first: int = 120, **labels) -> None:
+    """Print the plan's size and its counts by family, class, dtype and ``labels`` ({name:
+    function of a planned problem}), in all and among the ``first`` problems (stderr)."""
+    keys = set().union(*map(kernel_keys, planned))
+    print(f"{target.name}: {len(planned)} problems, {sum(len(p.configs) for p in planned):,} pairs, {len(keys):,} kernels", file=sys.stderr)
+    labels = dict(family=lambda p: p.generator[4:], **{"class": lambda p: workload_class(p.problem)},
+                  dtype=lambda p: p.problem.dtype + ("+tf32" if p.problem.allow_tf32 else ""), **labels)
+    for label, of in labels.items():
+        print(f"  {label}: {dict(sorted(Counter(map(of, planned)).items()))}", file=sys.stderr)
+        print(f"    first {first}: {dict(sorted(Counter(map(of, planned[:first])).items()))}", file=sys.stderr)
 
 
 if __name__ == "__main__":
