@@ -28,13 +28,29 @@ HIT_TOLERANCE = 0.05
 def confidence_raw(member_log_times: torch.Tensor) -> float:
     """The raw score in [0, 1] from per-member predictions ``[E, n]`` (natural-log
     microseconds; the ensemble mean is taken in log space). One candidate: 1."""
+    _, agreement, gap = pick_statistics(member_log_times)
+    return agreement * separation(gap)
+
+
+def pick_statistics(member_log_times: torch.Tensor) -> tuple[int, float, float]:
+    """``(pick, agreement, gap)`` of per-member predictions ``[E, n]`` (natural-log
+    microseconds): the ensemble mean's fastest candidate, the fraction of members whose own
+    fastest the mean puts within 5% of it, and how far (log time) the mean puts the runner-up
+    behind it. One candidate: ``(0, 1.0, inf)``."""
     mean = member_log_times.mean(0)
     if mean.numel() < 2:
-        return 1.0
+        return 0, 1.0, math.inf
     picks = member_log_times.argmin(1)
     agreement = float((mean[picks] <= mean.min() + math.log1p(HIT_TOLERANCE)).double().mean())
-    best, runner_up = torch.topk(mean, 2, largest=False).values.tolist()
-    return agreement * (1.0 - math.exp(-(runner_up - best) / math.log1p(HIT_TOLERANCE)))
+    top = torch.topk(mean, 2, largest=False)
+    best, runner_up = top.values.tolist()
+    return int(top.indices[0]), agreement, runner_up - best
+
+
+def separation(gap: float) -> float:
+    """``1 - exp(-gap / log 1.05)``: how clearly a pick ``gap`` (log time) ahead of the runner-up
+    stands out, in [0, 1]."""
+    return 1.0 - math.exp(-gap / math.log1p(HIT_TOLERANCE))
 
 
 def calibrate(calibration: Mapping[str, Sequence[float]], raw: float) -> float:
