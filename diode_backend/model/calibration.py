@@ -1,16 +1,16 @@
 """How sure a timing model is of its top pick: a raw score, its calibration, and fitting that
 calibration on held-out problems.
 
-``raw`` (:func:`confidence_raw`) in [0, 1] is the product of two signals from the ensemble's
-per-member predictions (a scorer multiplies it by the problem's familiarity,
-:mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest candidate is, by the
-ensemble mean, within 5% of the mean's fastest (agreement), and ``1 - exp(-gap / log 1.05)``
-where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation):
-the members share the model's bias, so their agreement alone says little, and a crowded
-predicted top is where picks go wrong (docs/decisions.md). The calibration, stored in
-the checkpoint as ``{"edges": [...], "values": [...]}``, maps ``raw`` piecewise-linearly
-(:func:`calibrate`) to the probability that the mean's pick is truly within 5% of the fastest.
-"""
+``raw`` in [0, 1] is the product of two signals from the ensemble's per-member predictions
+(:func:`pick_statistics`; a scorer multiplies it by the problem's familiarity,
+:mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest
+candidate is, by the ensemble mean, within 5% of the mean's fastest (agreement), and
+``1 - exp(-gap / log 1.05)`` where ``gap`` is how far, in log time, the mean puts the runner-up
+behind its pick (:func:`separation`): the members share the model's bias, so their agreement
+alone says little, and a crowded predicted top is where picks go wrong (docs/decisions.md). The
+calibration, stored in the checkpoint as ``{"edges": [...], "values": [...]}``, maps ``raw``
+piecewise-linearly (:func:`calibrate`) to the probability that the mean's pick is truly within 5%
+of the fastest."""
 
 from __future__ import annotations
 
@@ -25,13 +25,6 @@ import torch
 HIT_TOLERANCE = 0.05
 
 
-def confidence_raw(member_log_times: torch.Tensor) -> float:
-    """The raw score in [0, 1] from per-member predictions ``[E, n]`` (natural-log
-    microseconds; the ensemble mean is taken in log space). One candidate: 1."""
-    _, agreement, gap = pick_statistics(member_log_times)
-    return agreement * separation(gap)
-
-
 def pick_statistics(member_log_times: torch.Tensor) -> tuple[int, float, float]:
     """``(pick, agreement, gap)`` of per-member predictions ``[E, n]`` (natural-log
     microseconds): the ensemble mean's fastest candidate, the fraction of members whose own
@@ -42,9 +35,8 @@ def pick_statistics(member_log_times: torch.Tensor) -> tuple[int, float, float]:
         return 0, 1.0, math.inf
     picks = member_log_times.argmin(1)
     agreement = float((mean[picks] <= mean.min() + math.log1p(HIT_TOLERANCE)).double().mean())
-    top = torch.topk(mean, 2, largest=False)
-    best, runner_up = top.values.tolist()
-    return int(top.indices[0]), agreement, runner_up - best
+    best, runner_up = torch.topk(mean, 2, largest=False).values.tolist()
+    return int(mean.argmin()), agreement, runner_up - best
 
 
 def separation(gap: float) -> float:
