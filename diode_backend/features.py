@@ -85,6 +85,13 @@ def leading_dimensions(problem: GemmProblem) -> tuple[int, int]:
     return lda, ldb
 
 
+def aten_rows_unaligned(problem: GemmProblem) -> bool:
+    """Whether A's, B's or the output's rows are not 16-byte aligned, which cuBLAS's tensor-core
+    kernels want (an ATen candidate then loses several times)."""
+    in_bytes = DTYPE_BYTES.get(problem.dtype, 4)
+    return any(size * in_bytes % _ALIGNED_BYTES for size in (*leading_dimensions(problem), problem.n))
+
+
 def _alignment_row(problem: GemmProblem) -> list[float]:
     sizes = (problem.m, problem.n, problem.k, *leading_dimensions(problem))
     return [float(test) for size in sizes for test in (*(size % a == 0 for a in _ALIGNMENTS), size % 2 == 1)]
@@ -146,7 +153,7 @@ class GemmFeatures:
         estimate = estimate_times_us(p, table, hardware)
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)
-        unaligned = any(size * in_bytes % _ALIGNED_BYTES for size in (*leading_dimensions(p), p.n))
+        unaligned = aten_rows_unaligned(p)
         config_cols = (
             table.aten, table.triton, table.other,
             torch.log2(bm), torch.log2(bn), torch.log2(bk), stages, warps,

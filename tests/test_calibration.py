@@ -7,7 +7,12 @@ import math
 import pytest
 import torch
 
-from diode_backend.model.calibration import auroc, calibrate, confidence_raw, fit_calibration
+from diode_backend.model.calibration import auroc, calibrate, fit_calibration, pick_statistics, separation
+
+
+def raw_score(member_log_times):
+    _, agreement, gap = pick_statistics(member_log_times)
+    return agreement * separation(gap)
 
 
 def test_raw_score_is_agreement_times_separation():
@@ -25,11 +30,12 @@ def test_raw_score_is_agreement_times_separation():
     )
     mean = log_times.mean(0)
     gap = float(mean[1] - mean[0])
-    assert confidence_raw(log_times) == pytest.approx(0.75 * (1 - math.exp(-gap / math.log(1.05))))
+    assert pick_statistics(log_times) == (0, 0.75, pytest.approx(gap))
+    assert raw_score(log_times) == pytest.approx(0.75 * (1 - math.exp(-gap / math.log(1.05))))
     # a clear winner every member agrees on scores near 1; a tie scores 0
-    assert confidence_raw(torch.log(torch.tensor([[1.0, 3.0], [1.0, 3.0]]))) > 0.99
-    assert confidence_raw(torch.log(torch.tensor([[1.0, 1.0, 3.0]]))) == 0.0
-    assert confidence_raw(torch.zeros(3, 1)) == 1.0
+    assert raw_score(torch.log(torch.tensor([[1.0, 3.0], [1.0, 3.0]]))) > 0.99
+    assert raw_score(torch.log(torch.tensor([[1.0, 1.0, 3.0]]))) == 0.0
+    assert pick_statistics(torch.zeros(3, 1)) == (0, 1.0, math.inf) and raw_score(torch.zeros(3, 1)) == 1.0
 
 
 def test_calibration_interpolates_between_edges_and_is_flat_outside():

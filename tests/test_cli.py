@@ -403,3 +403,20 @@ def test_a_named_split_that_cannot_be_used_is_a_usage_error(capsys, tmp_path, ar
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and err.startswith("diode train: error: ") and message in err
     assert not (tmp_path / "model").exists()  # refused before any training
+
+
+def test_train_fits_a_logistic_confidence_when_asked(capsys, tmp_path):
+    import torch
+    from synthetic_timings import write_dataset
+
+    data = write_dataset(tmp_path / "data", train=48, validation=6, families=SIX_FAMILIES)
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), "--holdout-families", "whisper",
+                       "--confidence", "logistic", *QUICK_TRAIN)  # fmt: skip
+    assert code == 0, err
+    assert "hit_model" in torch.load(tmp_path / "model" / "model.pt", weights_only=True)
+    code, out, err = run(capsys, "predict", "mm", "512x512x512", "--hardware", "h100", "--model", str(tmp_path / "model"), "--json")
+    assert code == 0, err
+    assert 0.0 < json.loads(out)["confidence"] < 1.0
+    with pytest.raises(SystemExit):
+        run(capsys, "train", str(data), "-o", str(tmp_path / "other"), "--confidence", "isotonic")
+    assert "--confidence: invalid choice: 'isotonic'" in capsys.readouterr().err

@@ -246,3 +246,21 @@ def test_resume_refuses_a_state_of_another_split(tmp_path):
     with pytest.raises(ValueError, match=r"another split \(drawn: early stopping on .*, now given: early stopping on bert"):
         run(problems, tmp_path / "model.pt", resume=True, stopping_families=["bert"], calibration_families=["gpt"])
     assert run(problems, tmp_path / "model.pt", resume=True).epochs == 4  # the same (drawn) split resumes
+
+
+def test_a_logistic_confidence_is_fitted_on_the_held_out_families(tmp_path):
+    problems = _six_families()
+    split = {"holdout_families": ["whisper"], "stopping_families": ["vit"], "calibration_families": ["bert", "gpt"]}
+    run(problems, tmp_path / "calibrated.pt", **split)
+    run(problems, tmp_path / "logistic.pt", confidence="logistic", **split)
+    calibrated, logistic = (torch.load(tmp_path / f"{name}.pt", weights_only=True) for name in ("calibrated", "logistic"))
+    assert "hit_model" not in calibrated
+    # the same network and 1-D calibration; the hit model is added beside them
+    assert all(torch.equal(calibrated["state_dict"][key], logistic["state_dict"][key]) for key in calibrated["state_dict"])
+    assert logistic["calibration"] == calibrated["calibration"]
+    assert len(logistic["hit_model"]["weights"]) == len(logistic["hit_model"]["signals"])
+    scorer = LearnedScorer.load(tmp_path / "logistic.pt")
+    assert scorer.checkpoint.hit_model == logistic["hit_model"]
+    assert 0.0 < scorer.predict(problems[0].problem, SPACE, H100).confidence < 1.0
+    with pytest.raises(ValueError, match="confidence 'isotonic': expected one of calibrated, logistic"):
+        run(problems, tmp_path / "other.pt", confidence="isotonic", **split)

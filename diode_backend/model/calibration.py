@@ -1,16 +1,16 @@
 """How sure a timing model is of its top pick: a raw score, its calibration, and fitting that
 calibration on held-out problems.
 
-``raw`` (:func:`confidence_raw`) in [0, 1] is the product of two signals from the ensemble's
-per-member predictions (a scorer multiplies it by the problem's familiarity,
-:mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest candidate is, by the
-ensemble mean, within 5% of the mean's fastest (agreement), and ``1 - exp(-gap / log 1.05)``
-where ``gap`` is how far, in log time, the mean puts the runner-up behind its pick (separation):
-the members share the model's bias, so their agreement alone says little, and a crowded
-predicted top is where picks go wrong (docs/decisions.md). The calibration, stored in
-the checkpoint as ``{"edges": [...], "values": [...]}``, maps ``raw`` piecewise-linearly
-(:func:`calibrate`) to the probability that the mean's pick is truly within 5% of the fastest.
-"""
+``raw`` in [0, 1] is the product of two signals from the ensemble's per-member predictions
+(:func:`pick_statistics`; a scorer multiplies it by the problem's familiarity,
+:mod:`diode_backend.model.novelty`, before calibrating): the fraction of members whose own fastest
+candidate is, by the ensemble mean, within 5% of the mean's fastest (agreement), and
+``1 - exp(-gap / log 1.05)`` where ``gap`` is how far, in log time, the mean puts the runner-up
+behind its pick (:func:`separation`): the members share the model's bias, so their agreement
+alone says little, and a crowded predicted top is where picks go wrong (docs/decisions.md). The
+calibration, stored in the checkpoint as ``{"edges": [...], "values": [...]}``, maps ``raw``
+piecewise-linearly (:func:`calibrate`) to the probability that the mean's pick is truly within 5%
+of the fastest."""
 
 from __future__ import annotations
 
@@ -25,16 +25,24 @@ import torch
 HIT_TOLERANCE = 0.05
 
 
-def confidence_raw(member_log_times: torch.Tensor) -> float:
-    """The raw score in [0, 1] from per-member predictions ``[E, n]`` (natural-log
-    microseconds; the ensemble mean is taken in log space). One candidate: 1."""
+def pick_statistics(member_log_times: torch.Tensor) -> tuple[int, float, float]:
+    """``(pick, agreement, gap)`` of per-member predictions ``[E, n]`` (natural-log
+    microseconds): the ensemble mean's fastest candidate, the fraction of members whose own
+    fastest the mean puts within 5% of it, and how far (log time) the mean puts the runner-up
+    behind it. One candidate: ``(0, 1.0, inf)``."""
     mean = member_log_times.mean(0)
     if mean.numel() < 2:
-        return 1.0
+        return 0, 1.0, math.inf
     picks = member_log_times.argmin(1)
     agreement = float((mean[picks] <= mean.min() + math.log1p(HIT_TOLERANCE)).double().mean())
     best, runner_up = torch.topk(mean, 2, largest=False).values.tolist()
-    return agreement * (1.0 - math.exp(-(runner_up - best) / math.log1p(HIT_TOLERANCE)))
+    return int(mean.argmin()), agreement, runner_up - best
+
+
+def separation(gap: float) -> float:
+    """``1 - exp(-gap / log 1.05)``: how clearly a pick ``gap`` (log time) ahead of the runner-up
+    stands out, in [0, 1]."""
+    return 1.0 - math.exp(-gap / math.log1p(HIT_TOLERANCE))
 
 
 def calibrate(calibration: Mapping[str, Sequence[float]], raw: float) -> float:

@@ -8,7 +8,9 @@ dicts, so that it loads with ``torch.load(weights_only=True)``)::
      "arch": {...TimingModel arch...}, "state_dict": model.state_dict(),
      "feature_schema": "gemm", "feature_version": 1,
      "calibration": {"edges": [...], "values": [...]},   # optional
-     "novelty": {"version": 1, "support": tensor, "scale": float}}   # optional, model/novelty.py
+     "novelty": {"version": 1, "support": tensor, "scale": float},   # optional, model/novelty.py
+     "hit_model": {"version": 1, "signals": [...], "weights": [...], "bias": float, "l2": float}}
+                                                                    # optional, model/hit_model.py
 
 Other keys (training records) are allowed and ignored.
 
@@ -29,6 +31,7 @@ from typing import Any
 import torch
 
 from ..files import RefusedFile, read_regular_file
+from .hit_model import valid_hit_model
 from .network import TimingModel
 from .novelty import valid_novelty
 
@@ -46,7 +49,8 @@ class ModelLoadError(ValueError):
 @dataclass(frozen=True)
 class Checkpoint:
     """A loaded, validated checkpoint: the model in eval mode on the CPU, and its metadata.
-    ``training`` is what training recorded (options, held-out families, ...; ``{}`` if none)."""
+    ``training`` is what training recorded (options, held-out families, ...; ``{}`` if none).
+    A ``hit_model`` gives the confidence in place of ``calibration`` and the familiarity factor."""
 
     path: Path
     sha256: str
@@ -56,6 +60,7 @@ class Checkpoint:
     calibration: dict[str, list[float]] | None
     training: dict[str, Any] = field(default_factory=dict)
     novelty: dict[str, Any] | None = None
+    hit_model: dict[str, Any] | None = None
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -74,6 +79,7 @@ def checkpoint_data(
     feature_version: int,
     calibration: dict[str, list[float]] | None = None,
     novelty: dict[str, Any] | None = None,
+    hit_model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The dict a model file holds (``torch.save`` it; add keys such as training records)."""
     data: dict[str, Any] = {
@@ -88,6 +94,8 @@ def checkpoint_data(
         data["calibration"] = calibration
     if novelty is not None:
         data["novelty"] = novelty
+    if hit_model is not None:
+        data["hit_model"] = hit_model
     return data
 
 
@@ -178,6 +186,12 @@ def _validate(path: Path, sha256: str, raw: Any) -> Checkpoint:
             f"{path}: 'novelty' must be {{'version': 1, 'support': [P, D] tensor, 'scale': positive float}} "
             "as this diode-backend writes it; retrain the model with this version"
         )
+    hit_model = raw.get("hit_model")
+    if hit_model is not None and not valid_hit_model(hit_model):
+        raise ModelLoadError(
+            f"{path}: 'hit_model' must be {{'version': 1, 'signals': [...], 'weights': [float, ...], 'bias': float}} "
+            "with the signals this diode-backend computes; retrain the model with this version"
+        )
     try:
         model = TimingModel(arch)
         model.load_state_dict(state)
@@ -189,7 +203,7 @@ def _validate(path: Path, sha256: str, raw: Any) -> Checkpoint:
     model.eval().requires_grad_(False)
     training = raw.get("training")
     training = training if isinstance(training, dict) else {}
-    return Checkpoint(path, sha256, model, schema, feature_version, calibration, training, novelty)
+    return Checkpoint(path, sha256, model, schema, feature_version, calibration, training, novelty, hit_model)
 
 
 def _first_line(error: BaseException) -> str:

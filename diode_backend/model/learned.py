@@ -13,8 +13,9 @@ from .. import registry
 from ..features import FeatureExtractor
 from ..problem import GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import Prediction
-from .calibration import calibrate, confidence_raw
+from .calibration import calibrate, pick_statistics, separation
 from .checkpoint import Checkpoint, ModelLoadError, load_checkpoint
+from .hit_model import hit_probability, pick_signals
 from .network import FrozenTimingModel
 from .novelty import familiarity, nearest_distance
 
@@ -24,8 +25,9 @@ class LearnedScorer:
 
     ``times_us`` is ``exp(mean over members of the predicted log time)``; ``confidence`` is the
     checkpoint's calibration applied to the members' agreement times the problem's familiarity
-    (see :mod:`diode_backend.model.calibration` and :mod:`diode_backend.model.novelty`). Problems outside ``ops``/``dtypes`` (when given)
-    get no scores, so DIODE falls back for them.
+    (see :mod:`diode_backend.model.calibration` and :mod:`diode_backend.model.novelty`), or, where
+    the checkpoint has one, its hit model's probability (:mod:`diode_backend.model.hit_model`).
+    Problems outside ``ops``/``dtypes`` (when given) get no scores, so DIODE falls back for them.
     """
 
     def __init__(
@@ -72,12 +74,17 @@ class LearnedScorer:
         with torch.inference_mode():
             log_times = self.network(features)  # [E, n], log microseconds
             times = log_times.mean(dim=0).exp()
-            raw = confidence_raw(log_times)
+            pick, agreement, gap = pick_statistics(log_times)
+        raw = agreement * separation(gap)
         novelty = self.checkpoint.novelty
-        if novelty is not None:
-            raw *= familiarity(nearest_distance(novelty["support"], problem), novelty["scale"])
-        calibration = self.checkpoint.calibration
-        confidence = calibrate(calibration, raw) if calibration is not None else raw
+        distance = nearest_distance(novelty["support"], problem) if novelty is not None else 0.0
+        hit_model, calibration = self.checkpoint.hit_model, self.checkpoint.calibration
+        if hit_model is not None:
+            confidence = hit_probability(hit_model, pick_signals(problem, configs[pick], raw, gap, distance))
+        else:
+            if novelty is not None:
+                raw *= familiarity(distance, novelty["scale"])
+            confidence = calibrate(calibration, raw) if calibration is not None else raw
         return Prediction(times_us=tuple(times.tolist()), confidence=confidence)
 
 

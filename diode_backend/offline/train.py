@@ -18,7 +18,9 @@ What the loop optimises, and why:
 - **Ensemble.** Every member sees its own draw of problems and candidates (bagging), so their
   disagreement means something; the confidence is calibrated from it on the held-out problems,
   times a factor for the problem's distance to the training problems whose scale is chosen on
-  the same held-out problems (:mod:`diode_backend.model.novelty`).
+  the same held-out problems (:mod:`diode_backend.model.novelty`). ``confidence="logistic"``
+  also fits a hit model of the problem's and the pick's signals on them
+  (:mod:`diode_backend.model.hit_model`), which the scorer then uses instead.
 - **Reproducible and resumable.** One seed drives initialisation and sampling; after every epoch
   the whole training state (weights, optimiser, sampler, early-stopping record) is written next to
   the output, and ``resume=True`` continues from it to the same result as an uninterrupted run.
@@ -51,12 +53,13 @@ from .families import family_of, without_families
 from .progress import Progress
 from ..features import FeatureExtractor
 from ..files import write_atomic
-from ..problem import HardwareInfo
-from ..model.calibration import HIT_TOLERANCE, confidence_raw, fit_calibration
+from ..problem import HardwareInfo, KernelConfig
+from ..model.calibration import HIT_TOLERANCE, fit_calibration, pick_statistics, separation
 from ..model.checkpoint import checkpoint_data
+from ..model.hit_model import fit_hit_model, pick_signals
 from ..model.network import TimingModel
 from ..model.novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
-from .train_options import TrainOptions
+from .train_options import CONFIDENCES, TrainOptions
 
 _STATE_FORMAT = "diode-training-state"
 _STATE_VERSION = 1
@@ -86,17 +89,21 @@ class TrainResult:
 
 class _Rows:
     """All candidates of a list of problems as flat tensors, each problem's rows contiguous and
-    sorted fastest first; ``offsets[i]:offsets[i+1]`` are problem ``i``'s rows."""
+    sorted fastest first; ``offsets[i]:offsets[i+1]`` are problem ``i``'s rows, ``configs[i]``
+    its candidates in that order."""
 
-    def __init__(self, features: torch.Tensor, log_times: torch.Tensor, counts: list[int]) -> None:
+    def __init__(
+        self, features: torch.Tensor, log_times: torch.Tensor, counts: list[int], configs: list[list[KernelConfig]]
+    ) -> None:
         self.features = features
         self.log_times = log_times
+        self.configs = configs
         self.counts = torch.tensor(counts, dtype=torch.int64)
         self.offsets = torch.cat([torch.zeros(1, dtype=torch.int64), self.counts.cumsum(0)])
 
     @classmethod
     def build(cls, problems: Sequence[ProblemTimings], extractor: FeatureExtractor, hardware: HardwareInfo) -> _Rows:
-        features, log_times, counts = [], [], []
+        features, log_times, counts, configs = [], [], [], []
         for record in problems:
             times = torch.tensor(record.times_us, dtype=torch.float64)
             order = torch.argsort(times, stable=True)
@@ -104,7 +111,8 @@ class _Rows:
             features.append(rows[order])
             log_times.append(torch.log(times[order]).float())
             counts.append(len(record.configs))
-        return cls(torch.cat(features), torch.cat(log_times), counts)
+            configs.append([record.configs[i] for i in order.tolist()])
+        return cls(torch.cat(features), torch.cat(log_times), counts, configs)
 
     def __len__(self) -> int:
         return len(self.counts)
@@ -217,6 +225,7 @@ def train(
     holdout_families: Sequence[str] = (),
     stopping_families: Sequence[str] = (),
     calibration_families: Sequence[str] = (),
+    confidence: str = "calibrated",
 ) -> TrainResult:
     """Train on ``records`` (all of them training problems; the held-out part is split off
     here), less the problems of ``holdout_families``, write the checkpoint to ``output`` and
@@ -225,7 +234,8 @@ def train(
     The early-stopping and calibration-only problems are those of ``stopping_families`` and
     ``calibration_families`` when both are named (:func:`check_named_split`), else drawn by
     :func:`split_families`; a retrain on grown data that names the families a checkpoint recorded
-    keeps its split.
+    keeps its split. ``confidence`` is one of :data:`CONFIDENCES`: ``"logistic"`` adds a hit
+    model to the checkpoint, fitted on the same problems as the calibration.
 
     The training state goes to ``<output>.state`` after every epoch (removed once the checkpoint
     is written); with ``resume`` an existing state is continued (it must come from the same data
@@ -234,6 +244,8 @@ def train(
     checkpoint under ``"training"``.
     """
     started = time.monotonic()
+    if confidence not in CONFIDENCES:
+        raise ValueError(f"confidence {confidence!r}: expected one of {', '.join(CONFIDENCES)}")
     output = Path(output)
     given = without_families(records, holdout_families)
     records = usable(given)
@@ -314,14 +326,22 @@ def train(
 
     model.load_state_dict(loop.best_state)
     model.eval()
-    # fitted on both held-out halves (see the module docstring), as is the novelty's scale
-    stop_raw, stop_hits = holdout_confidence(model, stop_rows)
-    raw, hits = holdout_confidence(model, calibration_rows)
-    raw, hits = stop_raw + raw, stop_hits + hits
+    # fitted on both held-out halves (see the module docstring), as are the novelty's scale and
+    # the hit model
+    held_ids = stop_ids + calibration_ids
+    picks = holdout_picks(model, stop_rows) + holdout_picks(model, calibration_rows)
+    raw, hits = [pick.raw for pick in picks], [pick.hit for pick in picks]
     support = support_of([records[i].problem for i in train_ids])
-    distances = [nearest_distance(support, records[i].problem) for i in stop_ids + calibration_ids]
+    distances = [nearest_distance(support, records[i].problem) for i in held_ids]
     scale = fit_scale(raw, distances, hits)
     calibration = fit_calibration([r * familiarity(d, scale) for r, d in zip(raw, distances)], hits)
+    hit_model = None
+    if confidence == "logistic":
+        signals = [
+            pick_signals(records[i].problem, pick.config, pick.raw, pick.gap, distance)
+            for i, pick, distance in zip(held_ids, picks, distances)
+        ]
+        hit_model = fit_hit_model(signals, hits, [families[i] for i in held_ids])
     calibration_problems = len(stop_ids) + len(calibration_ids)
     checkpoint = checkpoint_data(
         model,
@@ -329,6 +349,7 @@ def train(
         feature_version=extractor.version,
         calibration=calibration,
         novelty=novelty_data(support, scale),
+        hit_model=hit_model,
     )
     # The loader ignores this; `diode validate` and model manifests read it.
     checkpoint["training"] = {
@@ -490,19 +511,29 @@ def evaluate_holdout(model: TimingModel, rows: _Rows, options: TrainOptions) -> 
     }
 
 
-def holdout_confidence(model: TimingModel, rows: _Rows) -> tuple[list[float], list[bool]]:
-    """For each held-out problem: the raw confidence score and whether the ensemble-mean pick
-    really was within 5% of the best."""
+@dataclass(frozen=True)
+class HeldOutPick:
+    """The ensemble-mean pick of one held-out problem: its raw confidence score, the predicted
+    gap to the runner-up (natural-log time), its config, and whether it really was within 5% of
+    the best."""
+
+    raw: float
+    gap: float
+    config: KernelConfig
+    hit: bool
+
+
+def holdout_picks(model: TimingModel, rows: _Rows) -> list[HeldOutPick]:
+    """The pick of each held-out problem, in the order of ``rows``."""
     predictions = _mean_predictions(model, rows)
-    raw, hits = [], []
+    picks = []
     for i in range(len(rows)):
         start, end = int(rows.offsets[i]), int(rows.offsets[i + 1])
-        member_times = predictions[:, start:end]
         truth = rows.log_times[start:end]
-        pick = int(torch.argmin(member_times.mean(0)))
-        raw.append(confidence_raw(member_times))
-        hits.append(bool(truth[pick] - truth.min() <= math.log1p(HIT_TOLERANCE)))
-    return raw, hits
+        pick, agreement, gap = pick_statistics(predictions[:, start:end])
+        hit = bool(truth[pick] - truth.min() <= math.log1p(HIT_TOLERANCE))
+        picks.append(HeldOutPick(agreement * separation(gap), gap, rows.configs[i][pick], hit))
+    return picks
 
 
 def _base_feature(extractor: FeatureExtractor) -> int:

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: What a trained model's confidence is (``diode train --confidence``): the raw score times the
+#: familiarity factor, calibrated in one dimension, or a logistic hit model of the problem's and
+#: the pick's signals (:mod:`diode_backend.model.hit_model`).
+CONFIDENCES = ("calibrated", "logistic")
+
 
 @dataclass(frozen=True)
 class TrainOptions:

@@ -26,7 +26,7 @@ _OPTION_HELP = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..train_options import TrainOptions
+    from ..train_options import CONFIDENCES, TrainOptions
 
     parser = subparsers.add_parser(
         "train",
@@ -67,6 +67,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "both or neither; to retrain like-for-like on grown data, the families the checkpoint "
             "recorded: docs/models.md)",
         )
+    parser.add_argument(
+        "--confidence",
+        choices=CONFIDENCES,
+        default=CONFIDENCES[0],
+        help="how the confidence is fitted on the held-out families: 'calibrated', the raw score "
+        "calibrated in one dimension; 'logistic', a logistic model of the raw score and of the "
+        f"problem's and the pick's kind (docs/models.md; default {CONFIDENCES[0]})",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -118,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     result = train(
         problems, hardware, extractor, args.output / "model.pt", options, resume=args.resume,
         holdout_families=held_out, stopping_families=stopping, calibration_families=calibration,
-        progress=sys.stderr,  # the stream of now, not of import time
+        confidence=args.confidence, progress=sys.stderr,  # the stream of now, not of import time
     )  # fmt: skip
     manifest = write_model_manifest(
         args.output,

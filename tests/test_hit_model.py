@@ -1,0 +1,152 @@
+"""The logistic confidence: signals of a problem and its pick, fitting, and the checkpoint block."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from diode_backend import catalog, registry
+from diode_backend.model.calibration import auroc, pick_statistics, separation
+from diode_backend.model.checkpoint import ModelLoadError
+from diode_backend.model.hit_model import L2_STRENGTHS, SIGNALS, fit_hit_model, hit_probability, pick_signals
+from diode_backend.model.learned import LearnedScorer
+from diode_backend.problem import GemmProblem, KernelConfig
+
+from model_files import write_checkpoint
+
+ATEN = KernelConfig("aten", "aten::bmm")
+DEEP_K = KernelConfig("triton", "triton::bmm", 16, 16, 256, 5, 1, 8)
+CONFIGS = [ATEN, DEEP_K] + [
+    KernelConfig("triton", "triton::bmm", bm, bn, bk, 3, warps, 8)
+    for bm in (32, 64, 128) for bn in (64, 128) for bk in (32, 64) for warps in (4, 8)
+]  # fmt: skip
+#: The shipped model's confidences for these problems before the hit model existed.
+SHIPPED = [
+    (GemmProblem("mm", 1024, 4096, 2048, dtype="bfloat16", b_layout="col"), 0.7021977091982718),
+    (GemmProblem("bmm", 197, 197, 64, batch=96, dtype="float16"), 0.8017260946131093),
+    (GemmProblem("mm", 7, 4096, 4096, dtype="float32", allow_tf32=True), 0.8033512345667274),
+]
+SHIPPED_CONFIGS = [KernelConfig("aten", "aten::{op}")] + [
+    KernelConfig("triton", "triton::{op}", bm, bn, bk, stages, warps, 8)
+    for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in (32, 64) for stages in (2, 3, 4) for warps in (4, 8)
+]  # fmt: skip
+
+
+def signal(values, name):
+    return values[SIGNALS.index(name)]
+
+
+def test_signals_say_what_the_pick_and_the_problem_are():
+    # an attention score product with an odd sequence length: fp16 rows of 197 elements are not
+    # 16-byte aligned, which cuBLAS wants
+    odd = GemmProblem("bmm", 197, 197, 64, batch=96, dtype="float16")
+    aten = pick_signals(odd, ATEN, raw=0.5, gap=math.log(1.05), distance=0.0)
+    assert signal(aten, "pick_aten") == signal(aten, "pick_aten_unaligned") == signal(aten, "batched") == 1.0
+    assert (signal(aten, "raw"), signal(aten, "log_gap"), signal(aten, "log_distance")) == (0.5, pytest.approx(math.log(2)), 0.0)
+    assert signal(aten, "fp32") == signal(aten, "tf32") == signal(aten, "baddbmm") == 0.0
+    assert signal(aten, "log2_m") == pytest.approx(math.log2(197))
+    assert signal(pick_signals(odd, DEEP_K, 0.5, 0.0, 0.0), "pick_block_k_256") == 1.0
+    assert signal(pick_signals(odd, DEEP_K, 0.5, 0.0, 0.0), "pick_aten_unaligned") == 0.0  # Triton pick
+    aligned = GemmProblem("mm", 256, 256, 64, dtype="float32", allow_tf32=True)
+    flags = pick_signals(aligned, ATEN, 1.0, math.inf, 3.0)  # one candidate: the gap is infinite
+    assert (signal(flags, "pick_aten_unaligned"), signal(flags, "tf32"), signal(flags, "batched")) == (0.0, 1.0, 0.0)
+    assert math.isfinite(signal(flags, "log_gap")) and signal(flags, "log_distance") == math.log(4.0)
+
+
+def _synthetic(count, seed, effect):
+    """Held-out rows with random signals whose hits depend on the raw score and, by ``effect``
+    in log-odds, on whether the pick is an unaligned ATen pick; 8 families."""
+    rng = random.Random(seed)
+    rows, hits, families = [], [], []
+    for index in range(count):
+        row = [rng.random() for _ in SIGNALS]
+        row[SIGNALS.index("pick_aten_unaligned")] = float(rng.random() < 0.3)
+        logit = 1.5 + 2.0 * (row[0] - 0.5) + effect * row[SIGNALS.index("pick_aten_unaligned")]
+        rows.append(row)
+        hits.append(rng.random() < 1 / (1 + math.exp(-logit)))
+        families.append(f"family{index % 8}")
+    return rows, hits, families
+
+
+def test_the_fit_recovers_a_signal_the_raw_score_misses():
+    rows, hits, families = _synthetic(600, seed=0, effect=-3.0)
+    block = fit_hit_model(rows, hits, families)
+    assert signal(block["weights"], "pick_aten_unaligned") == pytest.approx(-3.0, abs=0.8)
+    assert signal(block["weights"], "raw") == pytest.approx(2.0, abs=0.8)
+    # on fresh rows of the same kind it tells hits from misses better than the raw score alone
+    test_rows, test_hits, _ = _synthetic(600, seed=1, effect=-3.0)
+    fitted = [hit_probability(block, row) for row in test_rows]
+    assert auroc(fitted, test_hits) > auroc([row[0] for row in test_rows], test_hits) + 0.1
+
+
+def test_noise_gets_the_strongest_penalty_and_the_base_rate():
+    rng = random.Random(2)
+    rows = [[rng.random() for _ in SIGNALS] for _ in range(300)]
+    hits = [rng.random() < 0.8 for _ in rows]
+    block = fit_hit_model(rows, hits, [f"family{i % 6}" for i in range(300)])
+    assert block["l2"] == max(L2_STRENGTHS)
+    probabilities = [hit_probability(block, row) for row in rows]
+    assert max(probabilities) - min(probabilities) < 0.15
+    assert sum(probabilities) / len(rows) == pytest.approx(sum(hits) / len(hits), abs=0.02)
+
+
+def test_only_hits_never_give_certainty():
+    rows, _, families = _synthetic(40, seed=3, effect=0.0)
+    block = fit_hit_model(rows, [True] * 40, families[:40])
+    assert all(0.5 < hit_probability(block, row) < 1.0 for row in rows)
+    with pytest.raises(ValueError, match="at least one"):
+        fit_hit_model([], [], [])
+
+
+def test_a_checkpoint_with_a_hit_model_round_trips_and_gives_its_probability(tmp_path):
+    h100 = catalog.resolve_hardware("h100")
+    rows, hits, families = _synthetic(200, seed=4, effect=-2.0)
+    block = fit_hit_model(rows, hits, families)
+    calibration = {"edges": [0.0, 1.0], "values": [0.1, 0.9]}
+    path = write_checkpoint(tmp_path / "model.pt", calibration=calibration, hit_model=block)
+    assert torch.load(path, weights_only=True)["hit_model"] == block  # plain data
+    scorer = LearnedScorer.load(path)
+    assert scorer.checkpoint.hit_model == block
+    problem = GemmProblem("bmm", 197, 197, 64, batch=96, dtype="float16")
+    features = registry.feature_extractors()["gemm"].extract(problem, CONFIGS, h100)
+    pick, agreement, gap = pick_statistics(scorer.model(features))
+    expected = hit_probability(block, pick_signals(problem, CONFIGS[pick], agreement * separation(gap), gap, 0.0))
+    assert scorer.predict(problem, CONFIGS, h100).confidence == pytest.approx(expected, abs=1e-5)
+    without = LearnedScorer.load(write_checkpoint(tmp_path / "calibrated.pt", calibration=calibration))
+    assert without.predict(problem, CONFIGS, h100).confidence == pytest.approx(0.1 + 0.8 * agreement * separation(gap), abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"version": 2},
+        {"signals": list(SIGNALS[:-1])},
+        {"weights": [0.0] * (len(SIGNALS) - 1)},
+        {"bias": math.nan},
+    ],
+    ids=["version", "signals", "weights", "bias"],
+)
+def test_a_malformed_hit_model_is_refused(tmp_path, damage):
+    rows, hits, families = _synthetic(50, seed=5, effect=0.0)
+    path = write_checkpoint(tmp_path / "model.pt", hit_model={**fit_hit_model(rows, hits, families), **damage})
+    with pytest.raises(ModelLoadError, match="'hit_model'") as error:
+        LearnedScorer.load(path)
+    assert str(path) in str(error.value)
+
+
+def test_the_shipped_model_keeps_its_calibrated_confidence():
+    from diode_backend.model.entries import SHIPPED_MODELS
+
+    scorer = LearnedScorer.load(SHIPPED_MODELS / "nvidia-h100-gemm" / "model.pt")
+    assert scorer.checkpoint.hit_model is None
+    h100 = catalog.resolve_hardware("h100")
+    for problem, confidence in SHIPPED:
+        configs = [KernelConfig(c.kind, c.template.format(op=problem.op), *_tile(c)) for c in SHIPPED_CONFIGS]
+        assert scorer.predict(problem, configs, h100).confidence == confidence
+
+
+def _tile(config):
+    return (config.block_m, config.block_n, config.block_k, config.num_stages, config.num_warps, config.group_m)
