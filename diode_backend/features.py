@@ -36,14 +36,20 @@ class FeatureExtractor(Protocol):
 
 
 class _Columns:
-    """An earlier version of a schema whose columns are a subset of the current one's."""
+    """An earlier version of :class:`GemmFeatures` whose columns are a subset of the current
+    one's, in the same order: it writes only those (gathering them afterwards cost a sixth of
+    the extraction on 2,000 candidates)."""
 
-    def __init__(self, current: FeatureExtractor, version: int, names: tuple[str, ...]) -> None:
+    def __init__(self, current: GemmFeatures, version: int, names: tuple[str, ...]) -> None:
         self.current, self.schema, self.version, self.names = current, current.schema, version, names
-        self._index = torch.tensor([current.names.index(name) for name in names])
+        positions = [current.names.index(name) for name in names]
+        if positions != sorted(positions):
+            raise ValueError(f"{current.schema} v{version}'s columns are not in v{current.version}'s order")
+        #: for each current column, where it goes in this version's matrix, -1 if nowhere
+        self.slots = [names.index(name) if name in names else -1 for name in current.names]
 
     def extract(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> torch.Tensor:
-        return self.current.extract(problem, configs, hardware)[:, self._index]
+        return self.current.extract_into(problem, configs, hardware, self.slots)
 
 
 _DTYPES = ("float16", "bfloat16", "float32")
@@ -61,8 +67,12 @@ _ALIGNMENTS = (8, 16, 64, 128)
 _ALIGNMENT_NAMES = tuple(
     f"{size}_{test}" for size in _ALIGNED for test in (*(f"mult{a}" for a in _ALIGNMENTS), "odd")
 )
+#: Decode rows: cuBLAS has a GEMV path for M = 1 only, so M = 2..16 behaves unlike M = 1 (v6).
+_DECODE_NAMES = ("m_is_1", "m_le_16")
 #: cuBLAS's tensor-core kernels want 16-byte aligned leading dimensions (A, B and the output).
 _ALIGNED_BYTES = 16
+#: Output tile edge of the cuBLAS-like CTA count that stands in for an ATen candidate's grid.
+_ATEN_TILE = 128
 _CONFIG_NAMES = (
     "kind_aten", "kind_triton", "kind_other",
     "log2_block_m", "log2_block_n", "log2_block_k", "num_stages", "num_warps", "log2_group_m",
@@ -71,8 +81,18 @@ _CONFIG_NAMES = (
     "acc_regs_per_thread", "log2_tile_intensity",
     "log2_analytical_us", "analytical_scored",
 )  # fmt: skip
+#: v6: the share of the stages the K loop can fill, and log2(K) where the CTAs underfill the SMs
+#: (a few CTAs each run a long K loop: whisper 12x100x64x1500 fp32, ATen 2.56x slower).
+_PIPELINE_NAMES = ("stages_over_k_steps", "log2_k_underfilled")
 # the ATen call a candidate makes, one column each: cuBLAS picks other kernels per call
 _ATEN_NAMES = (*(f"aten_{call}" for call in ATEN_CALLS), "aten_unaligned")
+#: v6: which operand's rows are unaligned, the loss growing with size, and a cuBLAS-like grid of
+#: 128x128 output tiles (the full-problem tile of the config columns sees only the batch).
+_ATEN_SHAPE_NAMES = (
+    "aten_unaligned_a", "aten_unaligned_b", "aten_unaligned_c", "aten_unaligned_log2_flops",
+    "aten_log2_ctas", "aten_sm_fill",
+)  # fmt: skip
+_V5_NAMES = _PROBLEM_NAMES + _ALIGNMENT_NAMES + _CONFIG_NAMES + _ATEN_NAMES
 #: log2 of the analytical estimate stands in at this value where the tile cannot launch.
 _UNLAUNCHABLE_LOG2_US = 30.0
 
@@ -85,11 +105,22 @@ def leading_dimensions(problem: GemmProblem) -> tuple[int, int]:
     return lda, ldb
 
 
+def unaligned_rows(problem: GemmProblem) -> tuple[bool, bool, bool]:
+    """Whether A's, B's and the output's rows (lda, ldb, N) are each not 16-byte aligned."""
+    in_bytes = DTYPE_BYTES.get(problem.dtype, 4)
+    lda, ldb = leading_dimensions(problem)
+    return bool(lda * in_bytes % _ALIGNED_BYTES), bool(ldb * in_bytes % _ALIGNED_BYTES), bool(problem.n * in_bytes % _ALIGNED_BYTES)
+
+
 def aten_rows_unaligned(problem: GemmProblem) -> bool:
     """Whether A's, B's or the output's rows are not 16-byte aligned, which cuBLAS's tensor-core
     kernels want (an ATen candidate then loses several times)."""
-    in_bytes = DTYPE_BYTES.get(problem.dtype, 4)
-    return any(size * in_bytes % _ALIGNED_BYTES for size in (*leading_dimensions(problem), problem.n))
+    return any(unaligned_rows(problem))
+
+
+def _aten_only(aten: torch.Tensor, flag: bool, value: float) -> torch.Tensor | float:
+    """``value`` on ATen rows where ``flag`` holds; a scalar 0 (cheaper to write) where it does not."""
+    return aten * value if flag else 0.0
 
 
 def _alignment_row(problem: GemmProblem) -> list[float]:
@@ -98,23 +129,31 @@ def _alignment_row(problem: GemmProblem) -> list[float]:
 
 
 class GemmFeatures:
-    """Schema ``gemm`` v5: size logs, dtype/layout flags, alignment of sizes and leading
-    dimensions, tile, wave and padding features, the analytical scorer's estimate (log2
-    microseconds; 0 with ``analytical_scored`` = 0 for kinds it cannot model), and which ATen
-    call a cuBLAS candidate makes (with ``aten_unaligned``: an ATen candidate whose A, B or output
-    rows are not 16-byte aligned, where cuBLAS and Triton lose several times). Earlier versions
-    are in docs/decisions.md; :meth:`at_version` says which still load.
+    """Schema ``gemm`` v6: size logs, dtype/layout flags, alignment of sizes and leading
+    dimensions, decode-row flags (M = 1, M <= 16), tile, wave and padding features, the share of
+    the stages the K loop fills and log2(K) where the CTAs underfill the SMs, the analytical
+    scorer's estimate (log2 microseconds; 0 with ``analytical_scored`` = 0 for kinds it cannot
+    model), and for cuBLAS candidates which ATen call they make, which operand's rows are not
+    16-byte aligned (``aten_unaligned``: any of them, where cuBLAS and Triton lose several times;
+    times log2 flops, as the loss grows with size) and a cuBLAS-like grid of 128x128 output tiles
+    (log2 CTAs, SM fill). Earlier versions are in docs/decisions.md; :meth:`at_version` says
+    which still load.
     """
 
     schema = "gemm"
-    version = 5
-    names = _PROBLEM_NAMES + _ALIGNMENT_NAMES + _CONFIG_NAMES + _ATEN_NAMES
+    version = 6
+    names = (
+        _PROBLEM_NAMES + _ALIGNMENT_NAMES + _DECODE_NAMES
+        + _CONFIG_NAMES + _PIPELINE_NAMES + _ATEN_NAMES + _ATEN_SHAPE_NAMES
+    )  # fmt: skip
 
     def at_version(self, version: int) -> FeatureExtractor | None:
-        """An extractor of ``version`` of this schema, or None: v4's columns are all v5's, so
-        models trained on v4 keep working."""
+        """An extractor of ``version`` of this schema, or None: v4's and v5's columns are all
+        v6's, so models trained on them keep working."""
         if version == self.version:
             return self
+        if version == 5:
+            return _Columns(self, version, _V5_NAMES)
         if version == 4:
             return _Columns(self, version, _PROBLEM_NAMES + _CONFIG_NAMES)
         return None
@@ -122,6 +161,13 @@ class GemmFeatures:
     def extract(
         self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
     ) -> torch.Tensor:
+        return self.extract_into(problem, configs, hardware, range(len(self.names)))
+
+    def extract_into(
+        self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo, slots: Sequence[int]
+    ) -> torch.Tensor:
+        """The feature matrix with column ``i`` of :attr:`names` at column ``slots[i]``, left out
+        where that is -1 (an earlier version's columns, see :class:`_Columns`)."""
         n = len(configs)
         p = problem
         in_bytes = DTYPE_BYTES.get(p.dtype, 4)
@@ -133,6 +179,7 @@ class GemmFeatures:
                 float(p.bias == "row"), float(p.bias == "full"), float(p.batch > 1),
                 math.log2(p.flops), math.log2(p.min_bytes), math.log2(p.flops / p.min_bytes),
                 *_alignment_row(p),
+                float(p.m == 1), float(p.m <= 16),
             ],
             dtype=torch.float64,
         )  # fmt: skip
@@ -153,24 +200,38 @@ class GemmFeatures:
         estimate = estimate_times_us(p, table, hardware)
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)
-        unaligned = aten_rows_unaligned(p)
+        unaligned_a, unaligned_b, unaligned_c = unaligned_rows(p)
+        unaligned = unaligned_a or unaligned_b or unaligned_c
+        sm_fill = torch.clamp(tiles / sms, max=1.0)
+        # ATen's grid as cuBLAS would tile the output; problem-wide, so per row only a where
+        aten_ctas = p.batch * math.ceil(p.m / _ATEN_TILE) * math.ceil(p.n / _ATEN_TILE)
+        aten_fill = min(1.0, aten_ctas / sms)
+        log2_k = math.log2(p.k)
         config_cols = (
             table.aten, table.triton, table.other,
             torch.log2(bm), torch.log2(bn), torch.log2(bk), stages, warps,
             torch.log2(group.clamp(min=1)),
-            torch.log2(tiles), waves, tiles / (waves * sms), torch.clamp(tiles / sms, max=1.0),
+            torch.log2(tiles), waves, tiles / (waves * sms), sm_fill,
             1 - p.m / (tiles_m * bm), 1 - p.n / (tiles_n * bn), 1 - p.k / (k_steps * bk),
             torch.where(has_tile, smem / smem_limit, 0.0),
             torch.log2(k_steps),
             torch.where(has_tile, bm * bn / (32 * warps.clamp(min=1)), 0.0),
             torch.log2(bm * bn / (bm + bn)),
             log2_estimate, scored,
+            torch.where(table.triton, torch.minimum(stages, k_steps) / stages.clamp(min=1), 0.0),
+            torch.where(table.aten, log2_k * (aten_fill < 1), (tiles < sms) * log2_k),
             *(table.aten_calls == code for code in range(len(ATEN_CALLS))),
             table.aten & unaligned,
+            *(_aten_only(table.aten, flag, 1.0) for flag in (unaligned_a, unaligned_b, unaligned_c)),
+            _aten_only(table.aten, unaligned, math.log2(p.flops)),
+            _aten_only(table.aten, aten_ctas > 1, math.log2(aten_ctas)), table.aten * aten_fill,
         )  # fmt: skip
         # Column writes into one buffer: torch.stack/cat of columns costs several times more.
-        features = torch.empty(n, len(self.names), dtype=torch.float32)
-        features[:, : len(problem_row)] = problem_row
-        for index, column in enumerate(config_cols, start=len(problem_row)):
-            features[:, index] = column
+        features = torch.empty(n, sum(slot >= 0 for slot in slots), dtype=torch.float32)
+        # the problem's columns come first in every version, in order
+        problem_kept = [i for i, slot in enumerate(slots[: len(problem_row)]) if slot >= 0]
+        features[:, : len(problem_kept)] = problem_row if len(problem_kept) == len(problem_row) else problem_row[problem_kept]
+        for slot, column in zip(slots[len(problem_row) :], config_cols):
+            if slot >= 0:
+                features[:, slot] = column
         return features

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 
+import pytest
 import torch
 
 from diode_backend.analytical import AnalyticalScorer, estimate_times_us
@@ -98,9 +100,74 @@ def test_each_aten_call_is_its_own_column():
     assert column(features, "aten_unaligned") == [0] * 6
 
 
+def test_decode_rows_are_flagged_apart_from_m_1():
+    """cuBLAS's GEMV path is for M = 1 only; M = 2..16 is a decode row that behaves otherwise."""
+    decode = [GemmFeatures().extract(GemmProblem("bmm", m, 3323, 64, batch=180), CONFIGS[:1], H100) for m in (1, 2, 16, 17)]
+    assert [(column(f, "m_is_1")[0], column(f, "m_le_16")[0]) for f in decode] == [(1.0, 1.0), (0.0, 1.0), (0.0, 1.0), (0.0, 0.0)]
+
+
+def test_aten_alignment_per_operand_and_its_growth_with_size():
+    # fp16 attention scores of 77 tokens: A's (64) and B's (col, 64) rows aligned, the output's 77 not
+    scores = GemmProblem("bmm", 77, 77, 64, batch=12, dtype="float16", b_layout="col")
+    features = GemmFeatures().extract(scores, [KernelConfig("aten", "aten::bmm"), CONFIGS[0]], H100)
+    assert [column(features, f"aten_unaligned_{x}") for x in "abc"] == [[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]
+    assert column(features, "aten_unaligned_log2_flops") == pytest.approx([math.log2(scores.flops), 0.0])
+    # P @ V with 77 tokens: A's rows are K = 77 apart, B's and the output's N = 64
+    pv = GemmProblem("bmm", 77, 64, 77, batch=12, dtype="float16")
+    features = GemmFeatures().extract(pv, [KernelConfig("aten", "aten::bmm")], H100)
+    assert [column(features, f"aten_unaligned_{x}") for x in "abc"] == [[1.0], [0.0], [0.0]]
+    # fp32 rows are 16-byte aligned at multiples of 4 elements
+    features = GemmFeatures().extract(GemmProblem("mm", 64, 64, 36, dtype="float32", b_layout="col"), [KernelConfig("aten", "aten::mm")], H100)
+    assert column(features, "aten_unaligned") == [0.0]
+
+
+def test_aten_gets_a_cublas_like_grid_and_long_k_underfill_is_marked():
+    """whisper fp32 12x100x64x1500: 12 CTAs of 128x128 on 132 SMs, each a 1,500-long K loop,
+    where ATen ran 2.56x slower than a Triton tile."""
+    whisper = GemmProblem("bmm", 100, 64, 1500, batch=12, dtype="float32")
+    configs = [KernelConfig("aten", "aten::bmm"), KernelConfig("triton", "triton::bmm", 16, 32, 64, 5, 2, 8),
+               KernelConfig("triton", "triton::bmm", 128, 128, 64, 5, 4, 8)]  # fmt: skip
+    features = GemmFeatures().extract(whisper, configs, H100)
+    assert column(features, "aten_log2_ctas") == pytest.approx([math.log2(12), 0.0, 0.0])
+    assert column(features, "aten_sm_fill") == pytest.approx([12 / 132, 0.0, 0.0])
+    assert column(features, "log2_tiles")[0] == pytest.approx(math.log2(12))  # the full-problem tile: the batch only
+    # 7 x 2 x 12 = 168 Triton tiles of 16x32 fill the SMs; 12 of 128x128 do not
+    assert column(features, "log2_k_underfilled") == pytest.approx([math.log2(1500), 0.0, math.log2(1500)])
+    # a large output fills the SMs for ATen as well
+    assert column(GemmFeatures().extract(PROBLEM, CONFIGS, H100), "aten_sm_fill")[3:5] == [1.0, 1.0]
+
+
+def test_stages_beyond_the_k_loop_are_counted():
+    short = GemmProblem("mm", 1024, 1024, 64, dtype="float16")  # one K step of 64, two of 32
+    configs = [KernelConfig("triton", "triton::mm", 128, 128, 64, 4, 8, 8), KernelConfig("triton", "triton::mm", 128, 128, 32, 3, 8, 8),
+               KernelConfig("triton", "triton::mm", 128, 128, 16, 3, 8, 8), KernelConfig("aten", "aten::mm")]  # fmt: skip
+    assert column(GemmFeatures().extract(short, configs, H100), "stages_over_k_steps") == pytest.approx([1 / 4, 2 / 3, 1.0, 0.0])
+
+
+def test_version_5_is_the_shipped_models_columns_in_their_order():
+    """The shipped nvidia-h100-gemm is a v5 model: v6 only added columns, and the v5 extractor
+    gives the columns, and the model the predictions, that they were before v6."""
+    from diode_backend.model.learned import LearnedScorer
+
+    v5 = GemmFeatures().at_version(5)
+    assert (v5.schema, v5.version, len(v5.names)) == ("gemm", 5, 69)
+    # sha256 of the v5 names joined by commas, as v5's own extractor listed them
+    assert hashlib.sha256(",".join(v5.names).encode()).hexdigest()[:16] == "9f1dfa26d8a10d66"
+    assert v5.names[-6:] == ("aten_mm", "aten_addmm", "aten_bias_addmm", "aten_bmm", "aten_baddbmm", "aten_unaligned")
+    assert not {"m_is_1", "log2_k_underfilled", "aten_unaligned_a", "aten_log2_ctas"} & set(v5.names)
+    current = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
+    assert torch.equal(v5.extract(PROBLEM, CONFIGS, H100), current[:, [GemmFeatures.names.index(n) for n in v5.names]])
+    shipped = LearnedScorer.load(Path(__file__).resolve().parents[1] / "trained_models" / "nvidia-h100-gemm" / "model.pt")
+    assert shipped.extractor.version == 5
+    # microseconds the shipped model predicted with the v5 extractor, before v6
+    scores = GemmProblem("bmm", 77, 77, 64, batch=12, dtype="float16", b_layout="col")
+    assert shipped.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us == pytest.approx([28.1362, 82.4818, 35.2217, 27.9142], abs=1e-4)
+    assert shipped.predict(scores, [KernelConfig("aten", "aten::bmm"), CONFIGS[0]], H100).times_us == pytest.approx([7.7854, 5.9515], abs=1e-4)
+
+
 def test_version_4_is_the_subset_of_columns_it_always_was():
-    """Models trained on v4 keep loading: v5 only added columns. tests/data/gemm-v4-model.pt is
-    the H100 model shipped before v5 (sha256 05ffd14e)."""
+    """Models trained on v4 keep loading: v5 and v6 only added columns. tests/data/gemm-v4-model.pt
+    is the H100 model shipped before v5 (sha256 05ffd14e)."""
     from diode_backend.model.learned import LearnedScorer
 
     v4 = GemmFeatures().at_version(4)
