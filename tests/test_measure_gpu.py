@@ -54,7 +54,8 @@ def test_measured_times_agree_with_inductors_benchmarker_on_large_gemms(op):
     assert inductor_us[winner] <= 1.05 * best, (winner, inductor_us[winner], best)
     for choice, ours_us in zip(choices, ours.times_us):
         if inductor_us[choice] < 1.5 * best:  # the contenders (the others get one timed run)
-            assert ours_us == pytest.approx(inductor_us[choice], rel=0.10), choice
+            # Inductor reports the minimum of ~100 ms of runs, DIODE the median of its runs
+            assert 0.95 * inductor_us[choice] <= ours_us <= 1.15 * inductor_us[choice], (choice, ours_us, inductor_us[choice])
 
 
 def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
