@@ -144,9 +144,10 @@ def test_stages_beyond_the_k_loop_are_counted():
     assert column(GemmFeatures().extract(short, configs, H100), "stages_over_k_steps") == pytest.approx([1 / 4, 2 / 3, 1.0, 0.0])
 
 
-def test_version_5_is_the_shipped_models_columns_in_their_order():
-    """The shipped nvidia-h100-gemm is a v5 model: v6 only added columns, and the v5 extractor
-    gives the columns, and the model the predictions, that they were before v6."""
+def test_version_5_is_the_columns_it_always_was():
+    """Models trained on v5 keep loading: v6 only added columns, and the v5 extractor gives the
+    columns, and a v5 model the predictions, that they were before v6. tests/data/gemm-v5-model.pt
+    is the H100 model shipped before v6 (sha256 8df2f67e)."""
     from diode_backend.model.learned import LearnedScorer
 
     v5 = GemmFeatures().at_version(5)
@@ -157,9 +158,9 @@ def test_version_5_is_the_shipped_models_columns_in_their_order():
     assert not {"m_is_1", "log2_k_underfilled", "aten_unaligned_a", "aten_log2_ctas"} & set(v5.names)
     current = GemmFeatures().extract(PROBLEM, CONFIGS, H100)
     assert torch.equal(v5.extract(PROBLEM, CONFIGS, H100), current[:, [GemmFeatures.names.index(n) for n in v5.names]])
-    shipped = LearnedScorer.load(Path(__file__).resolve().parents[1] / "trained_models" / "nvidia-h100-gemm" / "model.pt")
+    shipped = LearnedScorer.load(Path(__file__).resolve().parent / "data" / "gemm-v5-model.pt")
     assert shipped.extractor.version == 5
-    # microseconds the shipped model predicted with the v5 extractor, before v6
+    # microseconds the model predicted with the v5 extractor, before v6
     scores = GemmProblem("bmm", 77, 77, 64, batch=12, dtype="float16", b_layout="col")
     assert shipped.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us == pytest.approx([28.1362, 82.4818, 35.2217, 27.9142], abs=1e-4)
     assert shipped.predict(scores, [KernelConfig("aten", "aten::bmm"), CONFIGS[0]], H100).times_us == pytest.approx([7.7854, 5.9515], abs=1e-4)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,13 +24,13 @@ CONFIGS = [ATEN, DEEP_K] + [
     KernelConfig("triton", "triton::bmm", bm, bn, bk, 3, warps, 8)
     for bm in (32, 64, 128) for bn in (64, 128) for bk in (32, 64) for warps in (4, 8)
 ]  # fmt: skip
-#: The shipped model's confidences for these problems before the hit model existed.
-SHIPPED = [
+#: tests/data/gemm-v5-model.pt's confidences for these problems, computed before the hit model existed.
+V5_CONFIDENCES = [
     (GemmProblem("mm", 1024, 4096, 2048, dtype="bfloat16", b_layout="col"), 0.7021977091982718),
     (GemmProblem("bmm", 197, 197, 64, batch=96, dtype="float16"), 0.8017260946131093),
     (GemmProblem("mm", 7, 4096, 4096, dtype="float32", allow_tf32=True), 0.8033512345667274),
 ]
-SHIPPED_CONFIGS = [KernelConfig("aten", "aten::{op}")] + [
+V5_CONFIGS = [KernelConfig("aten", "aten::{op}")] + [
     KernelConfig("triton", "triton::{op}", bm, bn, bk, stages, warps, 8)
     for bm in (32, 64, 128) for bn in (32, 64, 128, 256) for bk in (32, 64) for stages in (2, 3, 4) for warps in (4, 8)
 ]  # fmt: skip
@@ -137,14 +138,13 @@ def test_a_malformed_hit_model_is_refused(tmp_path, damage):
     assert str(path) in str(error.value)
 
 
-def test_the_shipped_model_keeps_its_calibrated_confidence():
-    from diode_backend.model.entries import SHIPPED_MODELS
-
-    scorer = LearnedScorer.load(SHIPPED_MODELS / "nvidia-h100-gemm" / "model.pt")
+def test_a_model_without_a_hit_model_keeps_its_calibrated_confidence():
+    """tests/data/gemm-v5-model.pt is the H100 model shipped before the hit model existed."""
+    scorer = LearnedScorer.load(Path(__file__).resolve().parent / "data" / "gemm-v5-model.pt")
     assert scorer.checkpoint.hit_model is None
     h100 = catalog.resolve_hardware("h100")
-    for problem, confidence in SHIPPED:
-        configs = [KernelConfig(c.kind, c.template.format(op=problem.op), *_tile(c)) for c in SHIPPED_CONFIGS]
+    for problem, confidence in V5_CONFIDENCES:
+        configs = [KernelConfig(c.kind, c.template.format(op=problem.op), *_tile(c)) for c in V5_CONFIGS]
         assert scorer.predict(problem, configs, h100).confidence == confidence
 
 
