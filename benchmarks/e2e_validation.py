@@ -27,7 +27,8 @@ all modes alike; ``vs_best`` divides it by the dataset's fastest measured candid
 ``--resume`` continues a file an earlier call wrote (its complete rows kept and their problems
 skipped; a row with a failed mode is measured again), so a run longer than one GPU call is made
 in several. Problems run in a fixed pseudo-random order, so the rows of a run cut short are a
-fair sample. Each run records its cache folders (``caches``). ``--families`` takes the
+fair sample. Each run records its cache folders (``caches``); each DIODE mode keeps its
+prediction cache in a folder of its own under ``caches.diode``. ``--families`` takes the
 validation problems of named model families (``held-out``: those of
 ``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
 given, and the summary is given per workload class too.
@@ -211,11 +212,20 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
     }, compiled
 
 
-def measure_row(fn, args, modes: list[str], timer) -> dict[str, dict]:
-    """Every mode of one problem: compiled one after the other, then timed together, their runs
-    interleaved. A mode that fails to compile gets an ``error`` and is not timed."""
+def prediction_cache(root: str, mode: str) -> str:
+    """The prediction cache folder of ``mode`` in a run whose ``caches.diode`` is ``root``: each
+    mode its own, so no mode answers a problem from what another stored for it (a pick kept alone
+    is a stored decision); ``diode_warm`` reads the one ``diode_fast`` filled."""
+    return str(Path(root) / ("diode_fast" if mode == "diode_warm" else mode))
+
+
+def measure_row(fn, args, modes: list[str], timer, caches: str) -> dict[str, dict]:
+    """Every mode of one problem: compiled one after the other (each DIODE mode with its own
+    prediction cache under ``caches``), then timed together, their runs interleaved. A mode that
+    fails to compile gets an ``error`` and is not timed."""
     figures, compiled = {}, {}
     for mode in modes:
+        os.environ["DIODE_CACHE_DIR"] = prediction_cache(caches, mode)  # read at each lookup
         try:
             figures[mode], compiled[mode] = compile_mode(fn, args, MODES[mode])
         except Exception as err:  # one failing compile must not lose the other modes
@@ -433,13 +443,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         parser.error(f"unknown modes: {', '.join(unknown)}")
-    cold_rows = {}
+    cold_rows, caches = {}, os.environ["DIODE_CACHE_DIR"]
     if args.warm_from:
         cold = json.loads(Path(args.warm_from).read_text())
         cache = cold.get("caches", {}).get("diode")
         if not cache or not Path(cache).is_dir():
             parser.error(f"--warm-from: {args.warm_from} names no DIODE cache folder on this machine ({cache})")
-        os.environ["DIODE_CACHE_DIR"] = cache  # read at each lookup, so this process uses it from now on
+        caches = cache
         cold_rows = {
             row["describe"]: row for row in cold["rows"]
             if "decision" in ((row["modes"].get("diode_fast") or {}).get("diode") or {})
@@ -489,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         "dataset_hardware": dataset.hardware.key,
         "modes": {mode: MODES[mode] for mode in modes},
         "caches": {
-            "diode": os.environ["DIODE_CACHE_DIR"],
+            "diode": caches,
             "triton": os.environ["TRITON_CACHE_DIR"],
             "inductor": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
             "settings": cache_settings,
@@ -510,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [item for item in run_order(chosen) if item.problem.describe() not in done]
     result["summary"] = summarize(result["rows"], modes)
     warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256), args.device)
-    measure_row(warm_fn, warm_args, modes, timer)  # one-time costs out of the rows
+    measure_row(warm_fn, warm_args, modes, timer, caches)  # one-time costs out of the rows
     for item in chosen:
         if time.monotonic() - started > args.budget_s:
             result["stopped_early"] = f"budget of {args.budget_s:.0f} s reached"
@@ -521,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         row = {
             "problem": problem.to_dict(), "describe": problem.describe(), "family": family_of(item),
             "workload_class": workload_class(problem), "best_measured_us": item.best_us,
-            "modes": measure_row(fn, inputs, modes, timer),
+            "modes": measure_row(fn, inputs, modes, timer, caches),
         }  # fmt: skip
         timed = [f for f in row["modes"].values() if "runtime_us" in f]
         for figures in timed:

@@ -101,11 +101,15 @@ def test_the_warm_pass_with_kernel_caches_kept_runs_on_the_cpu_in_fresh_processe
     env = {**os.environ, "TORCHINDUCTOR_DIODE_MODEL": "example-bias-epilogue", "DIODE_CACHE_DIR": str(tmp_path / "diode")}
     env.pop("TRITON_CACHE_DIR", None)
     data, cold, warm, kernels = (str(tmp_path / name) for name in ("data", "cold.json", "warm.json", "kernels"))
-    _run_script(data, "--device", "cpu", "--modes", "no_autotune,diode_fast", "--out", cold, env=env)
+    _run_script(data, "--device", "cpu", "--modes", "no_autotune,diode_pick,diode_fast", "--out", cold, env=env)
     _run_script(data, "--device", "cpu", "--warm-from", cold, "--kernel-cache", kernels, "--out", warm, env=env)
 
+    (cold_row,) = json.loads(Path(cold).read_text())["rows"]
+    for mode in ("diode_pick", "diode_fast"):  # each mode its own prediction cache: nothing stored before
+        assert (cold_row["modes"][mode]["diode"]["predicted_decision_hits"], cold_row["modes"][mode]["diode"]["cache_hits"]) == (0, 0)
     result = json.loads(Path(warm).read_text())
     (row,) = result["rows"]
+    assert row["modes"]["diode_warm"]["diode"]["predicted_decision_hits"] == 1  # what diode_fast stored
     assert result["caches"]["settings"]["torch._inductor.config"] == {"force_disable_caches": True}
     assert set(row["modes"]) == set(row["kernel_cache"]) - {"warm"} == {"no_autotune", "diode_warm"}
     assert row["kernel_cache"]["warm"]["same_pick"] and row["warm"]["same_pick"]
