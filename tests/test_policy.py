@@ -29,7 +29,7 @@ def test_a_prediction_orders_scored_candidates_fastest_first_and_lists_the_unsco
 
 
 def test_confident_fast_pick_keeps_the_predicted_best():
-    selection = select_candidates(ranking(0.95), DiodeOptions(fast_autotune=True), TRITON)
+    selection = select_candidates(ranking(0.95), DiodeOptions(fast_autotune=True, diode_confidence_threshold=0.9), TRITON)
     assert selection.keep == (1,) and selection.fallback is None
 
 
