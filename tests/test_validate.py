@@ -109,7 +109,7 @@ def test_figures_are_given_per_workload_class_and_family():
     class WrongOnDecode(Oracle):
         def predict(self, problem, configs, hardware):
             times = self.times[problem]
-            return Prediction(times if problem.m > 32 else tuple(1 / t for t in times), confidence=0.9)
+            return Prediction(times if problem.m > 32 else tuple(1 / t for t in times), confidence=1.0)
 
     report = validate(WrongOnDecode(decode + wide), decode + wide, H100)
     decode_figures, prefill = report["by_class"]["decode"], report["by_class"]["prefill_linear"]
@@ -121,7 +121,7 @@ def test_figures_are_given_per_workload_class_and_family():
     # one confidence for hits and misses alike: it tells them apart no better than chance
     assert report["calibration"]["auroc"] == 0.5
     assert math.isnan(prefill["calibration"]["auroc"])  # no miss to tell apart
-    # every pick claimed 0.9, the default threshold: the decode misses would be compiled alone
+    # every pick claimed 1.0, the default threshold: the decode misses would be compiled alone
     assert report["calibration"]["trusted"]["problems"] == 7
     assert report["calibration"]["trusted"]["top1_regret_worst"] == decode_figures["scorers"]["model"]["top1_regret"]["worst"]
 
