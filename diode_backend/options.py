@@ -130,7 +130,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "diode_top_k", 8, int,
         "At most how many candidates within diode_measure_ratio of the predicted best DIODE "
-        "measures when it is not confident (the predicted-best ATen and Triton candidates and "
+        "measures when it is not confident (every ATen candidate, the predicted-best Triton one and "
         "the unscored ones are measured besides).",
         _positive_int,
     ),

@@ -100,8 +100,9 @@ def measured_set(ranking: Ranking, kinds: Sequence[str], options: DiodeOptions) 
     1. the scored candidates, fastest predicted first, whose predicted time is within
        ``diode_measure_ratio`` times the predicted best (at least the best), at most
        ``diode_top_k`` of them;
-    2. the predicted-best ``aten`` and the predicted-best ``triton`` candidate, when not among
-       them (the model may misjudge a whole kind; an ATen candidate costs no compile);
+    2. every ``aten`` candidate and the predicted-best ``triton`` candidate, when not among them
+       (the model may misjudge a whole kind, or one cuBLAS call against another, such as addmm
+       against bias_addmm; the ATen calls are a handful and none needs compiling);
     3. the unscored candidates, in input order (the model knows nothing of them).
     """
     times = ranking.times_us
@@ -110,10 +111,10 @@ def measured_set(ranking: Ranking, kinds: Sequence[str], options: DiodeOptions) 
         return ranking.unscored
     limit = options.diode_measure_ratio * times[order[0]]
     within = [i for i in order if times[i] <= limit][: options.diode_top_k] or [order[0]]
-    for kind in (KIND_ATEN, KIND_TRITON):
-        best_of_kind = next((i for i in order if kinds[i] == kind), None)
-        if best_of_kind is not None and best_of_kind not in within:
-            within.append(best_of_kind)
+    within += [i for i in order if kinds[i] == KIND_ATEN and i not in within]
+    best_triton = next((i for i in order if kinds[i] == KIND_TRITON), None)
+    if best_triton is not None and best_triton not in within:
+        within.append(best_triton)
     return tuple(within) + ranking.unscored
 
 

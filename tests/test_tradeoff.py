@@ -41,7 +41,7 @@ def test_the_simulation_measures_what_the_runtimes_rule_measures():
     assert measured_candidates(FOUR, top_k=1, ratio=2.0) == (1, 0, 4)  # capped; ATen always
     assert measured_candidates(FOUR, top_k=10, ratio=3.0) == (1, 2, 0, 3, 4)
     aten_first = problem([5.0, 6.0, 20.0], [1.0, 1.0, 1.0], aten=[True, True, False])
-    assert measured_candidates(aten_first, top_k=1, ratio=1.0) == (0, 2)  # the best Triton candidate comes too
+    assert measured_candidates(aten_first, top_k=1, ratio=1.0) == (0, 1, 2)  # every ATen call and the best Triton one come too
 
 
 def test_parallel_compiles_cost_one_and_each_timed_candidate_adds():
