@@ -143,47 +143,41 @@ def test_load_filters_families_and_refuses_unknown_ones():
 def test_the_attention_plan_trains_only_on_new_attention_bmm_of_training_families():
     """benchmarks/h100_attention_plan.py's list: a problem of a held-out family (or one equal to a
     held-out GEMM, or already in another list) would leak into training or be timed twice."""
-    lists = ZOO.parent / "h100" / "problems"
-    held_out = json.loads((lists / "zoo-holdout.json").read_text())["families"]
-    planned = json.loads((lists / "zoo-attention-train.json").read_text())["problems"]
-    problems = [GemmProblem.from_dict(e) for e in planned]
-    others = {
-        GemmProblem.from_dict(e)
-        for path in lists.glob("*.json")
-        if path.name not in ("zoo-holdout.json", "zoo-attention-train.json")
-        for e in json.loads(path.read_text())["problems"]
-    }
-    committed = _committed()
-    held_out_gemms = {GemmProblem.from_dict(e) for family in held_out for e in committed[family]}
-    families = {e["generator"].removeprefix("zoo:") for e in planned}
-    assert len(set(problems)) == len(problems) >= 200
-    assert not families & set(held_out) and families <= set(committed)
+    problems = _a_new_training_plan("zoo-attention-train.json")
+    assert len(problems) >= 200
     assert {workload_class(p) for p in problems} == {"attention_bmm", "baddbmm"}
-    assert not set(problems) & (others | held_out_gemms)
-    assert all(p.flops <= 2**36 for p in problems)  # benchmarks/h100_plan.py's bound for training
 
 
 def test_the_gaps_plan_trains_only_on_new_small_q_attention_and_small_output_long_k_products():
     """benchmarks/h100_gaps_plan.py's list: new problems of training families only, each in one of
     its two gaps (q of 2..16, or an output under half the SMs in 128x128 tiles with K >= 512)."""
+    problems = _a_new_training_plan("zoo-gaps-train.json")
+    assert len(problems) >= 150
+    small_q = [p for p in problems if p.op != "mm" and p.op != "addmm" and 2 <= p.m <= 16]
+    long_k = [p for p in problems if p not in small_q]
+    assert {p.m for p in small_q} - {8, 16} and len(small_q) >= len(problems) // 3
+    assert all(p.batch * -(-p.m // 128) * -(-p.n // 128) < 66 and p.k >= 512 for p in long_k) and len(long_k) >= len(problems) // 3
+
+
+def _a_new_training_plan(name: str) -> list[GemmProblem]:
+    """The problems of plan ``name`` (trained_models/data/h100/problems/), checked to be distinct,
+    of training families only, in no other list and no held-out GEMM, and within
+    benchmarks/h100_plan.py's flop bound for training."""
     lists = ZOO.parent / "h100" / "problems"
     held_out = json.loads((lists / "zoo-holdout.json").read_text())["families"]
-    planned = json.loads((lists / "zoo-gaps-train.json").read_text())["problems"]
+    planned = json.loads((lists / name).read_text())["problems"]
     problems = [GemmProblem.from_dict(e) for e in planned]
     others = {
         GemmProblem.from_dict(e)
         for path in lists.glob("*.json")
-        if path.name not in ("zoo-holdout.json", "zoo-gaps-train.json")
+        if path.name not in ("zoo-holdout.json", name)
         for e in json.loads(path.read_text())["problems"]
     }
     committed = _committed()
     held_out_gemms = {GemmProblem.from_dict(e) for family in held_out for e in committed[family]}
     families = {e["generator"].removeprefix("zoo:") for e in planned}
-    assert len(set(problems)) == len(problems) >= 150
+    assert len(set(problems)) == len(problems)
     assert not families & set(held_out) and families <= set(committed)
     assert not set(problems) & (others | held_out_gemms)
-    small_q = [p for p in problems if p.op != "mm" and p.op != "addmm" and 2 <= p.m <= 16]
-    long_k = [p for p in problems if p not in small_q]
-    assert {p.m for p in small_q} - {8, 16} and len(small_q) >= len(problems) // 3
-    assert all(p.batch * -(-p.m // 128) * -(-p.n // 128) < 66 and p.k >= 512 for p in long_k) and len(long_k) >= len(problems) // 3
     assert all(p.flops <= 2**36 for p in problems)
+    return problems
