@@ -61,6 +61,17 @@ class PreferScorer:
         return Prediction(times, self.confidence)
 
 
+class CountingScorer(PreferScorer):
+    """A PreferScorer that counts how often it is built (a model load, counted by whoever builds
+    it) and asked (scoring); a test resets both before it counts."""
+
+    loads = predictions = 0
+
+    def predict(self, problem, configs, hardware):
+        CountingScorer.predictions += 1
+        return super().predict(problem, configs, hardware)
+
+
 def compile_code(fn, args, **options):
     with config.patch(**options):
         out, code = run_and_get_code(torch.compile(fn), *args)

@@ -20,7 +20,7 @@ import diode_backend
 from diode_backend import hookimpl, measured, plugins, registry
 from diode_backend.inductor import compat, measure
 from diode_backend.scorer import ScorerEntry
-from test_compile_cpu import DIODE, PreferScorer, biased_addmm, biased_inputs, compile_code
+from test_compile_cpu import DIODE, CountingScorer, PreferScorer, biased_addmm, biased_inputs, compile_code
 
 #: unsure, and both candidates within the measure ratio: DIODE measures both
 UNSURE = {**DIODE, "fast_autotune": True, "diode_measure_ratio": 3.0}
@@ -78,16 +78,6 @@ def test_a_measured_decision_has_inductor_generate_only_the_winners_template(uns
     torch._dynamo.reset()
     compile_code(biased_addmm, biased_inputs(), **UNSURE, diode_model=unsure)
     assert generated == [["aten::addmm", "aten::bias_addmm"], [decision.winner.template]]
-
-
-class CountingScorer(PreferScorer):
-    """A PreferScorer that counts how often it is built (a model load) and asked (scoring)."""
-
-    loads = predictions = 0
-
-    def predict(self, problem, configs, hardware):
-        CountingScorer.predictions += 1
-        return super().predict(problem, configs, hardware)
 
 
 @pytest.fixture

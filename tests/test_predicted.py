@@ -22,22 +22,12 @@ from diode_backend.cache import default_cache
 from diode_backend.problem import GemmProblem, KernelConfig
 from diode_backend.scorer import ScorerEntry
 from synthetic_timings import H100
-from test_compile_cpu import DIODE, PreferScorer, biased_addmm, biased_inputs, compile_code
+from test_compile_cpu import DIODE, CountingScorer, biased_addmm, biased_inputs, compile_code
 
 SURE = {**DIODE, "fast_autotune": True}
 BIAS_ADDMM, ADDMM = KernelConfig("aten", "aten::bias_addmm"), KernelConfig("aten", "aten::addmm")
 PROBLEM = GemmProblem("mm", 4096, 1024, 2048, dtype="bfloat16", a_layout="row", b_layout="col")
 PICK = predicted.PredictedDecision(PROBLEM, H100, ADDMM, 0.93, "nvidia-h100-gemm", "learned:abc", "DIODE/EXHAUSTIVE")
-
-
-class CountingScorer(PreferScorer):
-    """Counts how often it is built (a model load) and asked (scoring)."""
-
-    loads = predictions = 0
-
-    def predict(self, problem, configs, hardware):
-        CountingScorer.predictions += 1
-        return super().predict(problem, configs, hardware)
 
 
 @contextlib.contextmanager
