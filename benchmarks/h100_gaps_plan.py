@@ -108,9 +108,18 @@ def streams(zoo: dict[str, list[dict]], holdout: list[str]) -> dict[str, tuple[i
 def derive(zoo: dict[str, list[dict]], holdout: list[str], known: set[GemmProblem]) -> tuple[list[list[tuple[str, GemmProblem]]], dict]:
     """The streams' new problems as ROUNDS rounds (round i: the i-th eighth of each stream), and
     {problem: stream}."""
-    rng = random.Random(SEED)
+    return draw_rounds(streams(zoo, holdout), known, SEED)
+
+
+def draw_rounds(by_stream: dict[str, tuple[int, Callable, dict[str, list[dict]]]], known: set[GemmProblem],
+                seed: int) -> tuple[list[list[tuple[str, GemmProblem]]], dict]:
+    """New problems of ``by_stream`` ({stream: (count, draw, {family: templates})}, draw(template,
+    rng) giving a list of problems or None) as ROUNDS rounds, none in ``known``, and {problem:
+    stream}: each stream cycles through its families in a seeded order, and through a family's
+    templates in a seeded order; round i holds the i-th ROUNDS-th part of every stream."""
+    rng = random.Random(seed)
     rounds, seen, stream_of = [[] for _ in range(ROUNDS)], set(known), {}
-    for name, (count, draw, by_family) in streams(zoo, holdout).items():
+    for name, (count, draw, by_family) in by_stream.items():
         order = sorted(by_family)
         rng.shuffle(order)
         for family in order:
@@ -130,14 +139,21 @@ def derive(zoo: dict[str, list[dict]], holdout: list[str], known: set[GemmProble
     return rounds, stream_of
 
 
+def plan_rounds(rounds: list[list[tuple[str, GemmProblem]]]) -> list[plan.PlannedProblem]:
+    """``rounds`` planned on ``sample/4`` for training, round after round, fewest new kernels first
+    within a round; a run of its own: nothing compiled before it."""
+    planned, compiled = [], set()
+    for named in rounds:
+        planned += compile_order(plan.plan(named, H100, split="train", space="sample/4"), compiled)
+        compiled.update(*map(kernel_keys, planned))
+    return planned
+
+
 def main() -> int:
     zoo = read_zoo()
     holdout = json.loads((OUT / "zoo-holdout.json").read_text())["families"]
     rounds, stream_of = derive(zoo, holdout, known_problems(holdout, zoo, TARGET))
-    planned, compiled = [], set()  # a run of its own: nothing compiled before it
-    for named in rounds:
-        planned += compile_order(plan.plan(named, H100, split="train", space="sample/4"), compiled)
-        compiled.update(*map(kernel_keys, planned))
+    planned = plan_rounds(rounds)
     long_k = [p.problem for p in planned if stream_of[p.problem] != "small-q"]
     assert all(output_tiles(p) < HALF_FILL_TILES and p.k >= 512 for p in long_k)
     assert all(2 <= p.problem.m <= 16 for p in planned if stream_of[p.problem] == "small-q")
