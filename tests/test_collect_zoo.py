@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from diode_backend.offline.collect import zoo
+from diode_backend.offline.collect.kernel import tf32_in_template
 from diode_backend.offline.collect.zoo.families import ARCHITECTURES, GROUPS
 from diode_backend.offline.collect.zoo.trace import (
     TracedGemm, expert_gemms, expert_token_counts, fp32_precision, tensor_parallel, trace_gemms,
@@ -157,6 +158,24 @@ def test_the_gaps_plan_trains_only_on_new_small_q_attention_and_small_output_lon
     long_k = [p for p in problems if p not in small_q]
     assert {p.m for p in small_q} - {8, 16} and len(small_q) >= len(problems) // 3
     assert all(p.batch * -(-p.m // 128) * -(-p.n // 128) < 66 and p.k >= 512 for p in long_k) and len(long_k) >= len(problems) // 3
+
+
+def test_the_precision_plan_trains_only_on_new_fp32_linear_around_the_bias_step_and_tf32_either_side_of_tritons_alignment():
+    """benchmarks/h100_precision_plan.py's list: float32 nn.Linear addmm with bias at M 17..128,
+    without and with TF32, many at the step of M 33..64; TF32 products with Triton's TF32 on
+    (M, N multiples of 16, K of 8) and off by each of M, N, K alone."""
+    problems = _a_new_training_plan("zoo-precision-train.json")
+    assert len(problems) >= 100 and {p.dtype for p in problems} == {"float32"}
+    linear = [p for p in problems if (p.op, p.a_layout, p.b_layout, p.bias) == ("addmm", "row", "col", "row")
+              and 17 <= p.m <= 128 and 512 <= p.n <= 3072 and 512 <= p.k <= 3072]
+    tf32 = [p for p in problems if p.allow_tf32 and 16 <= p.m <= 512 and 256 <= p.n <= 4096 and 256 <= p.k <= 4096]
+    assert set(linear) | set(tf32) == set(problems) and all(p.allow_tf32 for p in set(problems) - set(linear))
+    for allowed in (False, True):
+        ms = [p.m for p in linear if p.allow_tf32 is allowed]
+        assert len(ms) >= 20 and sum(33 <= m <= 64 for m in ms) >= len(ms) // 3 and min(ms) < 33 and max(ms) > 64
+    assert sum(tf32_in_template(p) and p.m <= 64 for p in tf32) >= 10
+    misses = {tuple(dim for dim, size, multiple in (("m", p.m, 16), ("n", p.n, 16), ("k", p.k, 8)) if size % multiple) for p in tf32}
+    assert {("m",), ("n",), ("k",), ("m", "n", "k")} <= misses
 
 
 def _a_new_training_plan(name: str) -> list[GemmProblem]:
