@@ -1,6 +1,6 @@
 #!/bin/bash
 # One GPU call of the H100 collection (docs/collect.md; runs are recorded in benchmarks/results/).
-#   [SET=zoo|attn|gaps] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
+#   [SET=zoo|attn|gaps|precision] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
 # The sweep times the problem lists of trained_models/data/h100/problems/ into
 # trained_models/data/h100/raw/, resuming from the shards already there and from the committed
 # runs of the set (copied in with their dates, so a fresh checkout resumes), and stops in time for
@@ -9,7 +9,8 @@
 # validation on sample/4+default (benchmarks/h100_zoo_plan.py); SET=attn: zoo-attention-train.json
 # alone, no validation (the held-out families' validation problems are all timed already;
 # benchmarks/h100_attention_plan.py); SET=gaps: zoo-gaps-train.json alone, no validation
-# (benchmarks/h100_gaps_plan.py). What comes back is under $OUT:
+# (benchmarks/h100_gaps_plan.py); SET=precision: zoo-precision-train.json alone, no validation
+# (benchmarks/h100_precision_plan.py). What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
 set -u
@@ -27,7 +28,9 @@ case ${SET:-base} in
         runs="2026-11-24-attn" ;;
   gaps) train=$problems/zoo-gaps-train.json; validation=; vspace=sample/4+default
         runs="2026-11-24-gaps" ;;
-  *) echo "SET must be base, zoo, attn or gaps"; exit 2 ;;
+  precision) train=$problems/zoo-precision-train.json; validation=; vspace=sample/4+default
+             runs="2026-11-24-precision" ;;
+  *) echo "SET must be base, zoo, attn, gaps or precision"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in
   python) launch="python3 -m" ;;

@@ -10,8 +10,9 @@ launch time (docs/collect.md; run -b with the lighter guard of a lead per pass).
 used the earlier timer, which floored small kernels at the host's pace; every problem they
 timed is in the two later runs, so they stay in ``runs/`` as a record and are not used. Run
 2026-11-24-attn times the attention bmm of benchmarks/h100_attention_plan.py, 2026-11-24-gaps the
-problems of benchmarks/h100_gaps_plan.py; a run of RUNS not
-yet in ``runs/`` is left out. The shard's environment records this.
+problems of benchmarks/h100_gaps_plan.py, 2026-11-24-precision those of
+benchmarks/h100_precision_plan.py; a run of RUNS not yet in ``runs/`` is left out. The shard's
+environment records this.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from diode_backend.offline.dataset import DatasetMeta, load_dataset, write_shard
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
 RUNS = (
     "2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b", "2026-11-24-zoo", "2026-11-24-attn", "2026-11-24-gaps",
+    "2026-11-24-precision",
 )  # fmt: skip
 
 
