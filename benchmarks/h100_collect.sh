@@ -10,7 +10,8 @@
 # alone, no validation (the held-out families' validation problems are all timed already;
 # benchmarks/h100_attention_plan.py); SET=gaps: zoo-gaps-train.json alone, no validation
 # (benchmarks/h100_gaps_plan.py); SET=precision: zoo-precision-train.json alone, no validation
-# (benchmarks/h100_precision_plan.py). What comes back is under $OUT:
+# (benchmarks/h100_precision_plan.py), on the default space (ATen and DEFAULT configs; every other
+# set times its training problems on sample/4). What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
 set -u
@@ -28,7 +29,7 @@ case ${SET:-base} in
         runs="2026-11-24-attn" ;;
   gaps) train=$problems/zoo-gaps-train.json; validation=; vspace=sample/4+default
         runs="2026-11-24-gaps" ;;
-  precision) train=$problems/zoo-precision-train.json; validation=; vspace=sample/4+default
+  precision) train=$problems/zoo-precision-train.json; validation=; vspace=sample/4+default; space=default
              runs="2026-11-24-precision" ;;
   *) echo "SET must be base, zoo, attn, gaps or precision"; exit 2 ;;
 esac
@@ -55,7 +56,7 @@ for name in "$@"; do
       left=$((budget - SECONDS - reserve))
       [ $left -gt 60 ] || continue
       timeout $((left + 60)) $launch diode_backend collect sweep $train \
-        ${validation:+--validation $validation} --validation-space $vspace --split train --space sample/4 \
+        ${validation:+--validation $validation} --validation-space $vspace --split train --space ${space:-sample/4} \
         -o "$data" --max-seconds $((left - 30)) --retime-every 20 ${SWEEP_ARGS:-} --report "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
       step sweep $? ;;
     fidelity)

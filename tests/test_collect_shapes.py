@@ -7,6 +7,7 @@ import statistics
 
 import torch
 
+from diode_backend import registry
 from diode_backend.offline.collect import plan, shapes
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
@@ -87,3 +88,14 @@ def test_plan_takes_candidates_from_the_hook_and_splits_by_problem():
     assert len(planned[0].configs) == 1 + 1206  # Inductor's whole EXHAUSTIVE space at fp16
     train, validation = plan.split_problems(named * 10, validation=7, seed=3)
     assert len(validation) == 7 and len(train) == 23
+
+
+def test_default_space_is_aten_and_inductors_default_configs_alone():
+    problem = GemmProblem("addmm", 41, 613, 666, dtype="float32", b_layout="col", bias="row")
+    (planned,) = plan.plan([("x", problem)], H100, split="train", space="default")
+    space = plan.candidate_configs(problem, H100)
+    default = [c for c in registry.candidate_configs(problem, H100, "DEFAULT") if c.kind == "triton"]
+    assert [c for c in planned.configs if c.kind == "aten"] == [c for c in space if c.kind == "aten"]
+    assert len([c for c in space if c.kind == "aten"]) == 2  # addmm and bias_addmm
+    assert [c for c in planned.configs if c.kind == "triton"] == default and 5 < len(default) < 30
+    assert planned.space == "default"

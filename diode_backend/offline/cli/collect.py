@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="sample/4",
         choices=SPACES,
         help="for PROBLEMS: Inductor's whole EXHAUSTIVE space per shape, its stratified "
-        "quarter, or that quarter plus Inductor's DEFAULT configs (ATen always)",
+        "quarter, that quarter plus Inductor's DEFAULT configs, or the DEFAULT configs alone (ATen always)",
     )
     sweep.add_argument(
         "--validation",

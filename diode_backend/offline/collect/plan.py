@@ -3,8 +3,11 @@
 The candidate space of a problem comes from the ``diode_candidate_configs`` hook (DIODE's own
 answer: Inductor's EXHAUSTIVE space for the shape plus ATen). A problem is timed on the
 ``exhaustive`` space, on ``sample/4``: ATen plus the stratified quarter of the Triton configs
-chosen by :func:`stratified_quarter`, or on ``sample/4+default``: that quarter plus Inductor's
-max-autotune DEFAULT configs for the shape, so that what DEFAULT would pick is measured too.
+chosen by :func:`stratified_quarter`, on ``sample/4+default``: that quarter plus Inductor's
+max-autotune DEFAULT configs for the shape, so that what DEFAULT would pick is measured too, or on
+``default``: ATen and the DEFAULT configs alone, a twentieth of the compiles of ``sample/4`` for
+plans that target ATen's calls or what Inductor itself would run (each problem compiles its
+own Triton kernels, so the space sets a collection's cost).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from ...problem import KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
 from .shapes import Named
 
-SPACES = ("exhaustive", "sample/4", "sample/4+default")
+SPACES = ("exhaustive", "sample/4", "sample/4+default", "default")
 # Index of each value in Inductor's exhaustive lists (warps 1 appears after Inductor clamps
 # warps to the tile): the sample is balanced over each parameter and each pair of parameters.
 _BLOCKS = {16: 0, 32: 1, 64: 2, 128: 3, 256: 4}
@@ -92,6 +95,8 @@ def plan(named: Iterable[Named], hardware: HardwareInfo, *, split: str, space: s
             configs = stratified_quarter(configs)
         elif space == "sample/4+default":
             configs = with_default(problem, hardware, stratified_quarter(configs))
+        elif space == "default":
+            configs = with_default(problem, hardware, [c for c in configs if c.kind != KIND_TRITON])
         planned.append(PlannedProblem(problem, tuple(configs), split, generator, space))
     return planned
 
