@@ -60,7 +60,7 @@ def test_training_writes_a_checkpoint_the_scorer_loads(problems, tmp_path):
     assert (result.train_problems, result.stopping_problems, result.calibration_problems) == (24, 3, 6)
     assert not (tmp_path / "model.pt.state").exists()  # finished: nothing to resume
     saved = torch.load(tmp_path / "model.pt", weights_only=True)
-    assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 6)
+    assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 7)
     assert len(saved["calibration"]["edges"]) == 1  # 3 calibration problems: one group
     assert len(saved["training"]["history"]) == result.epochs == 4
     scorer = LearnedScorer.load(tmp_path / "model.pt")
