@@ -1,15 +1,17 @@
 """The built-in analytical scorer: a roofline with wave quantization, tile efficiency and
 shared-memory/register fit. Tensor-core tiles that spill registers, or that fall back to mma.sync
 on Hopper, are slowed accordingly; float32 without TF32, whose dot runs on the FP32 pipes instead
-of tensor cores, gets its own throughput and register model. It needs no training data, so DIODE
-works on any CUDA GPU before a learned model exists, and it is the baseline every learned model
-must beat.
+of tensor cores, gets its own throughput and register model, as do the Triton tiles of a float32
+problem that allows TF32 where their rule keeps it off (:mod:`diode_backend.tf32`; cuBLAS keeps
+it). It needs no training data, so DIODE works on any CUDA GPU before a learned model
+exists, and it is the baseline every learned model must beat.
 
 All times are microseconds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -18,8 +20,10 @@ import torch
 from .config_table import ConfigTable
 from .problem import DTYPE_BYTES, HOPPER_SHARED_MEMORY_PER_BLOCK, GemmProblem, HardwareInfo, KernelConfig
 from .scorer import Prediction
+from .tf32 import triton_tf32_active
 
-VERSION = 3
+#: v4: Triton tiles run TF32 only where their rule turns it on (v3 costed them all at the TF32 rate).
+VERSION = 4
 
 # Fallback peaks (dense TFLOP/s, GB/s) per compute-capability major when the hardware hook
 # gives none: roughly an A100 (8.x) and an H100 SXM (9.x), scaled by SM count below.
@@ -65,11 +69,23 @@ class AnalyticalScorer:
         return Prediction(times_us=tuple(times.tolist()), confidence=None)
 
 
-def estimate_times_us(problem: GemmProblem, table: ConfigTable, hardware: HardwareInfo) -> torch.Tensor:
+def estimate_times_us(
+    problem: GemmProblem, table: ConfigTable, hardware: HardwareInfo, *, follow_tf32_rule: bool = True
+) -> torch.Tensor:
     """Predicted runtime in microseconds of each config row, float64 ``[n]``: ``inf`` where a
-    tile cannot launch (shared memory), ``nan`` for kinds with no model (decompose-k, ...)."""
+    tile cannot launch (shared memory), ``nan`` for kinds with no model (decompose-k, ...).
+
+    Tiles of a float32 problem allowing TF32 run TF32 where ``hardware.triton_tf32_rule`` says so
+    (:mod:`diode_backend.tf32`), cuBLAS always; ``follow_tf32_rule=False`` costs every tile at the
+    TF32 rate, as analytical v3 did: the feature schema ``gemm`` v4-v6 is defined on that estimate.
+    """
     rates = _Rates.of(problem, hardware)
-    tiled = _tiled_times(problem, table.tiles, hardware, rates)
+    tiled_problem, tiled_rates = problem, rates
+    tf32_allowed = problem.dtype == "float32" and problem.allow_tf32
+    if follow_tf32_rule and tf32_allowed and not triton_tf32_active(problem, hardware.triton_tf32_rule):
+        tiled_problem = dataclasses.replace(problem, allow_tf32=False)  # its dots run on the FP32 pipes
+        tiled_rates = _Rates.of(tiled_problem, hardware)
+    tiled = _tiled_times(tiled_problem, table.tiles, hardware, tiled_rates)
     has_tiles = (table.tiles[:, :3] > 0).all(dim=1)
     library = _library_time(problem, rates) - 0.5 * table.bias_epilogue.double()
     times = torch.where(has_tiles, tiled, torch.full_like(tiled, math.nan))

@@ -16,6 +16,7 @@ import torch
 from .analytical import estimate_times_us
 from .config_table import ATEN_CALLS, ConfigTable
 from .problem import DTYPE_BYTES, GemmProblem, HardwareInfo, KernelConfig
+from .tf32 import triton_tf32_active
 
 
 @runtime_checkable
@@ -42,6 +43,8 @@ class _Columns:
 
     def __init__(self, current: GemmFeatures, version: int, names: tuple[str, ...]) -> None:
         self.current, self.schema, self.version, self.names = current, current.schema, version, names
+        #: v4-v6 embed analytical v3's estimate, which costs every Triton tile of a TF32 problem as TF32
+        self.follow_tf32_rule = version >= 7
         positions = [current.names.index(name) for name in names]
         if positions != sorted(positions):
             raise ValueError(f"{current.schema} v{version}'s columns are not in v{current.version}'s order")
@@ -49,7 +52,7 @@ class _Columns:
         self.slots = [names.index(name) if name in names else -1 for name in current.names]
 
     def extract(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> torch.Tensor:
-        return self.current.extract_into(problem, configs, hardware, self.slots)
+        return self.current.extract_into(problem, configs, hardware, self.slots, follow_tf32_rule=self.follow_tf32_rule)
 
 
 _DTYPES = ("float16", "bfloat16", "float32")
@@ -92,7 +95,14 @@ _ATEN_SHAPE_NAMES = (
     "aten_unaligned_a", "aten_unaligned_b", "aten_unaligned_c", "aten_unaligned_log2_flops",
     "aten_log2_ctas", "aten_sm_fill",
 )  # fmt: skip
+#: v7: whether a Triton tile's dots run TF32, which Inductor turns on by a rule that depends on
+#: its version (:mod:`diode_backend.tf32`): the others run on the FP32 pipes, several times slower.
+_TF32_NAMES = ("triton_tf32_active",)
 _V5_NAMES = _PROBLEM_NAMES + _ALIGNMENT_NAMES + _CONFIG_NAMES + _ATEN_NAMES
+_V6_NAMES = (
+    _PROBLEM_NAMES + _ALIGNMENT_NAMES + _DECODE_NAMES
+    + _CONFIG_NAMES + _PIPELINE_NAMES + _ATEN_NAMES + _ATEN_SHAPE_NAMES
+)  # fmt: skip
 #: log2 of the analytical estimate stands in at this value where the tile cannot launch.
 _UNLAUNCHABLE_LOG2_US = 30.0
 
@@ -129,29 +139,30 @@ def _alignment_row(problem: GemmProblem) -> list[float]:
 
 
 class GemmFeatures:
-    """Schema ``gemm`` v6: size logs, dtype/layout flags, alignment of sizes and leading
+    """Schema ``gemm`` v7: size logs, dtype/layout flags, alignment of sizes and leading
     dimensions, decode-row flags (M = 1, M <= 16), tile, wave and padding features, the share of
     the stages the K loop fills and log2(K) where the CTAs underfill the SMs, the analytical
     scorer's estimate (log2 microseconds; 0 with ``analytical_scored`` = 0 for kinds it cannot
     model), and for cuBLAS candidates which ATen call they make, which operand's rows are not
     16-byte aligned (``aten_unaligned``: any of them, where cuBLAS and Triton lose several times;
     times log2 flops, as the loss grows with size) and a cuBLAS-like grid of 128x128 output tiles
-    (log2 CTAs, SM fill). Earlier versions are in docs/decisions.md; :meth:`at_version` says
-    which still load.
+    (log2 CTAs, SM fill), and for Triton tiles whether their dots run TF32 by
+    ``hardware.triton_tf32_rule`` (which the analytical estimate follows too). Earlier versions
+    are in docs/decisions.md; :meth:`at_version` says which still load.
     """
 
     schema = "gemm"
-    version = 6
-    names = (
-        _PROBLEM_NAMES + _ALIGNMENT_NAMES + _DECODE_NAMES
-        + _CONFIG_NAMES + _PIPELINE_NAMES + _ATEN_NAMES + _ATEN_SHAPE_NAMES
-    )  # fmt: skip
+    version = 7
+    names = _V6_NAMES + _TF32_NAMES
 
     def at_version(self, version: int) -> FeatureExtractor | None:
-        """An extractor of ``version`` of this schema, or None: v4's and v5's columns are all
-        v6's, so models trained on them keep working."""
+        """An extractor of ``version`` of this schema, or None: v4's to v6's columns are all
+        v7's, and their analytical estimate is still computed, so models trained on them keep
+        working."""
         if version == self.version:
             return self
+        if version == 6:
+            return _Columns(self, version, _V6_NAMES)
         if version == 5:
             return _Columns(self, version, _V5_NAMES)
         if version == 4:
@@ -164,10 +175,18 @@ class GemmFeatures:
         return self.extract_into(problem, configs, hardware, range(len(self.names)))
 
     def extract_into(
-        self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo, slots: Sequence[int]
+        self,
+        problem: GemmProblem,
+        configs: Sequence[KernelConfig],
+        hardware: HardwareInfo,
+        slots: Sequence[int],
+        *,
+        follow_tf32_rule: bool = True,
     ) -> torch.Tensor:
         """The feature matrix with column ``i`` of :attr:`names` at column ``slots[i]``, left out
-        where that is -1 (an earlier version's columns, see :class:`_Columns`)."""
+        where that is -1 (an earlier version's columns, see :class:`_Columns`);
+        ``follow_tf32_rule`` as in :func:`~diode_backend.analytical.estimate_times_us` (False:
+        v4-v6's estimate)."""
         n = len(configs)
         p = problem
         in_bytes = DTYPE_BYTES.get(p.dtype, 4)
@@ -197,7 +216,7 @@ class GemmFeatures:
         waves = torch.ceil(tiles / sms)
         smem = stages * (bm * bk + bk * bn) * in_bytes
         smem_limit = float(hardware.shared_memory_limit)
-        estimate = estimate_times_us(p, table, hardware)
+        estimate = estimate_times_us(p, table, hardware, follow_tf32_rule=follow_tf32_rule)
         scored = ~torch.isnan(estimate)
         log2_estimate = torch.log2(estimate).nan_to_num(nan=0.0, posinf=_UNLAUNCHABLE_LOG2_US)
         unaligned_a, unaligned_b, unaligned_c = unaligned_rows(p)
@@ -225,6 +244,7 @@ class GemmFeatures:
             *(_aten_only(table.aten, flag, 1.0) for flag in (unaligned_a, unaligned_b, unaligned_c)),
             _aten_only(table.aten, unaligned, math.log2(p.flops)),
             _aten_only(table.aten, aten_ctas > 1, math.log2(aten_ctas)), table.aten * aten_fill,
+            has_tile if triton_tf32_active(p, hardware.triton_tf32_rule) else 0.0,
         )  # fmt: skip
         # Column writes into one buffer: torch.stack/cat of columns costs several times more.
         features = torch.empty(n, sum(slot >= 0 for slot in slots), dtype=torch.float32)

@@ -132,6 +132,9 @@ class HardwareInfo:
 
     ``name`` is the identity used in cache keys and model matching (e.g. ``NVIDIA H100 80GB
     HBM3``). Peak rates are dense, in TFLOP/s per dtype name and GB/s; ``None`` where unknown.
+    ``triton_tf32_rule`` says which Triton kernels of a float32 problem run TF32 (one of
+    :data:`diode_backend.tf32.RULES`): empty for the running Inductor's, as at compile time; offline,
+    that of the kernels a dataset timed.
     """
 
     name: str
@@ -145,6 +148,7 @@ class HardwareInfo:
     clock_mhz: int = 0
     peak_tflops: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     memory_bandwidth_gbps: float | None = None
+    triton_tf32_rule: str = ""
 
     @property
     def shared_memory_limit(self) -> int:
@@ -161,6 +165,8 @@ class HardwareInfo:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["compute_capability"] = list(self.compute_capability)
+        if not self.triton_tf32_rule:  # the running Inductor's: cache and decision keys stay as they were
+            del data["triton_tf32_rule"]
         return data
 
     @classmethod

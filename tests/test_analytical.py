@@ -9,12 +9,16 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
-from diode_backend.analytical import AnalyticalScorer
+from diode_backend.analytical import AnalyticalScorer, estimate_times_us
+from diode_backend.config_table import ConfigTable
 from diode_backend.offline.dataset import load_dataset
 from diode_backend.inductor.configs import candidate_space
 from diode_backend.offline.validate import score_problem, spread
 from diode_backend.problem import KIND_ATEN, GemmProblem, KernelConfig
+from diode_backend.scorer import Prediction
+from diode_backend.tf32 import triton_tf32_active
 
 RUNS = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "runs"
 DATASET = [RUNS / "2026-11-23", RUNS / "2026-11-23-b"]
@@ -52,16 +56,21 @@ def test_a_two_warp_tile_that_spills_ranks_behind_a_four_warp_one(h100, fp32_pro
     assert len(pairs) >= 20
 
 
-def _top1_regrets(h100, items, cost_as_tf32: bool = False):
+def _top1_regrets(hardware, items, cost_as_tf32: bool = False):
     """The analytical pick's measured time over the best, over ``items``: geomean, p90, worst
-    (``cost_as_tf32``: ranked as if TF32 were on, as analytical v1 costed every float32 dot)."""
+    (``cost_as_tf32``: ranked as if TF32 were on for every tile, as analytical v1 costed every
+    float32 dot)."""
     scorer = AnalyticalScorer()
     regrets = []
     for item in items:
         aten = [i for i, c in enumerate(item.configs) if c.kind == KIND_ATEN]
         fallback = min(aten, key=item.times_us.__getitem__)
-        problem = dataclasses.replace(item.problem, allow_tf32=True) if cost_as_tf32 else item.problem
-        prediction = scorer.predict(problem, item.configs, h100.hardware)
+        if cost_as_tf32:
+            problem = dataclasses.replace(item.problem, allow_tf32=True)
+            times = estimate_times_us(problem, ConfigTable.of(item.configs), hardware, follow_tf32_rule=False)
+            prediction = Prediction(times_us=tuple(times.tolist()), confidence=None)
+        else:
+            prediction = scorer.predict(item.problem, item.configs, hardware)
         regrets.append(score_problem(prediction, item.times_us, fallback).regrets[1])
     return spread(regrets)
 
@@ -70,8 +79,8 @@ def test_top_pick_on_measured_float32_problems(h100, fp32_problems):
     """On the 50 float32 problems of run 2026-11-23-b the FP32-pipe model's pick takes 1.105x the
     best at the geomean and 1.52x at worst; costed like TF32 tensor-core tiles (analytical v1)
     the pick takes 1.36x and 3.23x."""
-    figures = _top1_regrets(h100, fp32_problems)
-    as_tensor_core = _top1_regrets(h100, fp32_problems, cost_as_tf32=True)
+    figures = _top1_regrets(h100.hardware, fp32_problems)
+    as_tensor_core = _top1_regrets(h100.hardware, fp32_problems, cost_as_tf32=True)
     assert figures["geomean"] <= 1.12 and figures["worst"] < 1.6, figures
     assert figures["geomean"] < as_tensor_core["geomean"] - 0.15, (figures, as_tensor_core)
     assert figures["worst"] < as_tensor_core["worst"] / 2, (figures, as_tensor_core)
@@ -112,13 +121,13 @@ def test_a_two_warp_tensor_core_tile_that_spills_ranks_behind_its_four_warp_twin
 
 
 def test_top_pick_on_tensor_core_validation_problems(h100, tensor_core_problems):
-    figures = _top1_regrets(h100, [p for p in tensor_core_problems if p.split == "validation"])
+    figures = _top1_regrets(h100.hardware, [p for p in tensor_core_problems if p.split == "validation"])
     # analytical-v2: 1.243 geomean, 1.589 p90, 8.194 worst (fp16 1157x427x561 picked 128x64x64 s4 w2)
     assert figures["geomean"] <= 1.15 and figures["p90"] <= 1.45 and figures["worst"] < 3.0, figures
 
 
 def test_top_pick_on_tensor_core_train_problems(h100, tensor_core_problems):
-    figures = _top1_regrets(h100, [p for p in tensor_core_problems if p.split == "train"])
+    figures = _top1_regrets(h100.hardware, [p for p in tensor_core_problems if p.split == "train"])
     # analytical-v2: 1.194 geomean, 1.543 p90, worst 38.2 (bmm 8x1991x139x123 bf16: 128x64x128 s4 w2)
     assert figures["geomean"] <= 1.15 and figures["worst"] < 5.0, figures
 
@@ -132,3 +141,42 @@ def test_the_fp16_pick_that_ran_eight_times_slower_ranks_behind_the_measured_bes
     assert measured[TC_SPILLING] > 8 * measured[best]
     predicted = dict(zip(item.configs, AnalyticalScorer().predict(item.problem, item.configs, h100.hardware).times_us))
     assert predicted[TC_SPILLING] > 1.2 * predicted[best]
+
+
+@pytest.fixture(scope="module")
+def tf32_problems():
+    """The float32 problems allowing TF32 of the whole H100 dataset (the sweep's Triton kernels
+    turned TF32 on by alignment)."""
+    dataset = load_dataset(RUNS.parent / "dataset")
+    items = [p for p in dataset.problems if p.problem.dtype == "float32" and p.problem.allow_tf32]
+    assert len(items) >= 300
+    return dataset.hardware, items
+
+
+def test_triton_tiles_that_inductor_keeps_off_tf32_are_costed_as_fp32(tf32_problems):
+    """Analytical v4 costs a Triton tile at the FP32 rate where its rule leaves TF32 off (200
+    problems): its pick takes 1.076x the best at the geomean and 2.74x at worst; costed at the
+    TF32 rate, as v3 did, the pick takes 2.09x and 56x (Triton picked over cuBLAS). cuBLAS's
+    estimate is TF32 either way."""
+    hardware, items = tf32_problems
+    off = [p for p in items if not triton_tf32_active(p.problem, hardware.triton_tf32_rule)]
+    assert len(off) >= 150
+    figures, as_v3 = _top1_regrets(hardware, off), _top1_regrets(hardware, off, cost_as_tf32=True)
+    assert figures["geomean"] < 1.1 and figures["worst"] < 3.0, figures
+    assert as_v3["geomean"] > 1.8 and as_v3["worst"] > 20, as_v3
+    item = off[0]
+    table = ConfigTable.of(item.configs)
+    now, before = (estimate_times_us(item.problem, table, hardware, follow_tf32_rule=f) for f in (True, False))
+    assert torch.equal(now[table.aten], before[table.aten])
+    assert bool((now[table.triton] > before[table.triton]).all())
+
+
+def test_the_rule_of_the_timed_kernels_is_the_one_that_fits_the_data(tf32_problems):
+    """On all 385 TF32 problems the sweep's rule (alignment) keeps the worst pick at 3.6x;
+    Inductor 2.13's (size) and 2.11's (always), which turn TF32 on for Triton tiles that ran
+    without it, let one reach 13x and 56x."""
+    hardware, items = tf32_problems
+    assert hardware.triton_tf32_rule == "alignment"
+    timed = _top1_regrets(hardware, items)
+    size, always = (_top1_regrets(dataclasses.replace(hardware, triton_tf32_rule=r), items) for r in ("size", "always"))
+    assert timed["worst"] < 4.0 and size["worst"] > 10 and always["worst"] > 20, (timed, size, always)

@@ -74,9 +74,20 @@ def test_problems_share_a_kernel_only_when_the_code_is_the_same():
     spec = kernel.specialization(GemmProblem(m=40, n=4096, k=4096, **col), config)
     assert (spec["DIV_M"], spec["HINT_A"]) == (8, False)
     assert kernel.size_args(GemmProblem(m=40, n=4096, k=4096, **col), config) == (5, 256, 256)
-    # TF32 only where Inductor's template allows it (multiples of 16, 16 and 8)
-    assert kernel.tf32_in_template(GemmProblem("mm", 64, 64, 8, dtype="float32", allow_tf32=True))
-    assert not kernel.tf32_in_template(GemmProblem("mm", 64, 63, 8, dtype="float32", allow_tf32=True))
+
+
+def test_tf32_is_on_where_the_running_inductor_turns_it_on_and_shards_say_so():
+    """The sweep's kernels turn TF32 on by the running Inductor's rule (by alignment before they
+    recorded a rule: Inductor 2.11 turns it on always, 2.13 by size), which its shards record."""
+    from diode_backend.offline.collect.environment import environment
+    from diode_backend.tf32 import inductor_rule, triton_tf32_active
+
+    config = KernelConfig("triton", "triton::mm", 64, 64, 32, 3, 4, 8)
+    for m, n, k in ((1024, 1024, 1024), (1028, 768, 3072), (64, 63, 8), (1024, 256, 1024)):
+        problem = GemmProblem("mm", m, n, k, dtype="float32", allow_tf32=True)
+        assert kernel.specialization(problem, config)["ALLOW_TF32"] is triton_tf32_active(problem)
+    assert not kernel.specialization(GemmProblem("mm", 1024, 1024, 1024, dtype="float32"), config)["ALLOW_TF32"]
+    assert environment()["triton_tf32_rule"] == inductor_rule()
 
 
 def _ptx(problem: GemmProblem, config: KernelConfig, **override) -> str:

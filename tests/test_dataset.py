@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import msgpack
@@ -42,7 +43,7 @@ def test_round_trip_keeps_every_field(tmp_path):
     items = [timings(100), timings(7, "validation"), timings(33, op="addmm")]
     write_shard(tmp_path / "a.msgpack", META, items)
     dataset = load_dataset(tmp_path)
-    assert dataset.hardware == H100
+    assert dataset.hardware == dataclasses.replace(H100, triton_tf32_rule="alignment")  # the sweep's, before it said
     assert dataset.runs == [META]
     assert [p.problem for p in dataset] == [p.problem for p in items]
     loaded = dataset.problems[1]
@@ -114,6 +115,34 @@ def test_shards_of_different_devices_do_not_mix(tmp_path):
     write_shard(tmp_path / "b.msgpack", h200, [timings(2)])
     with pytest.raises(DatasetError, match=r"b\.msgpack: measured on nvidia:NVIDIA H200"):
         load_dataset(tmp_path)
+
+
+def test_the_dataset_knows_by_which_rule_its_triton_kernels_ran_tf32(tmp_path):
+    """Which Triton kernels ran TF32 decides features (:mod:`diode_backend.tf32`): a dataset takes
+    the rule its shards record, else the sweep's rule before it recorded one, else (Inductor's
+    own timings) Inductor's default for the recorded torch; shards of different rules do not mix."""
+    feedback = dataclasses.replace(timings(2), source="feedback")
+    write_shard(tmp_path / "a" / "1.msgpack", META, [timings(1)])
+    write_shard(tmp_path / "a" / "2.msgpack", DatasetMeta(H100, {"triton_tf32_rule": "alignment"}), [timings(2)])
+    assert load_dataset(tmp_path / "a").hardware.triton_tf32_rule == "alignment"
+    write_shard(tmp_path / "b" / "1.msgpack", DatasetMeta(H100, {"torch": "2.11.0+cu130"}), [feedback])
+    assert load_dataset(tmp_path / "b").hardware.triton_tf32_rule == "always"
+    write_shard(tmp_path / "c" / "1.msgpack", DatasetMeta(H100, {"torch": "2.13.0"}), [feedback])
+    assert load_dataset(tmp_path / "c").hardware.triton_tf32_rule == "size"
+    write_shard(tmp_path / "a" / "3.msgpack", DatasetMeta(H100, {"triton_tf32_rule": "always"}), [timings(3)])
+    with pytest.raises(DatasetError, match=r"3\.msgpack: its Triton kernels ran TF32 by rule 'always', the other shards' by 'alignment'"):
+        load_dataset(tmp_path / "a")
+    write_shard(tmp_path / "d" / "1.msgpack", DatasetMeta(H100, {"triton_tf32_rule": "never"}), [timings(1)])
+    with pytest.raises(DatasetError, match=r"1\.msgpack: environment\.triton_tf32_rule 'never' is not one of always"):
+        load_dataset(tmp_path / "d")
+
+
+def test_the_running_inductors_rule_is_left_out_of_the_hardware_record():
+    """Runtime descriptions (no rule: the running Inductor's) keep the dictionaries, and so the
+    cache and decision keys, they had; a dataset's description keeps its rule through a dict."""
+    assert "triton_tf32_rule" not in H100.to_dict()
+    timed = dataclasses.replace(H100, triton_tf32_rule="alignment")
+    assert HardwareInfo.from_dict(timed.to_dict()) == timed
 
 
 def test_merge_compacts_shards_per_run_and_drops_duplicates(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from pathlib import Path
@@ -13,6 +14,7 @@ from diode_backend.analytical import AnalyticalScorer, estimate_times_us
 from diode_backend.config_table import ConfigTable
 from diode_backend.features import GemmFeatures
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
+from diode_backend.tf32 import inductor_rule
 
 H100 = HardwareInfo(
     name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132, compute_capability=(9, 0),
@@ -27,6 +29,22 @@ CONFIGS = [
     KernelConfig("aten", "aten::bias_addmm"),
     KernelConfig("decompose_k", "decompose_k"),
 ]
+#: float32 with TF32 allowed, M = 1028 not a multiple of 16: the H100 sweep's Triton tiles ran it
+#: without TF32 (15.9-21 TFLOP/s for 1028x768x3072 and 1028x3072x768), Inductor (2.11 and 2.13)
+#: with it; cuBLAS runs TF32 either way.
+UNALIGNED_TF32 = GemmProblem("addmm", 1028, 768, 3072, dtype="float32", b_layout="col", bias="row", allow_tf32=True)
+#: bert's addmm rows: TF32 by every rule
+BERT_TF32 = GemmProblem("addmm", 16, 1024, 1024, dtype="float32", b_layout="col", bias="row", allow_tf32=True)
+FP32_CONFIGS = [
+    KernelConfig("aten", "aten::bias_addmm"), KernelConfig("aten", "aten::addmm"),
+    KernelConfig("triton", "triton::mm", 128, 128, 32, 3, 4, 8), KernelConfig("triton", "triton::mm", 16, 32, 256, 3, 2, 8),
+]  # fmt: skip
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def by(rule: str) -> HardwareInfo:
+    """The H100 with Triton kernels that run TF32 by ``rule``."""
+    return dataclasses.replace(H100, triton_tf32_rule=rule)
 
 
 def column(features: torch.Tensor, name: str) -> list[float]:
@@ -144,6 +162,69 @@ def test_stages_beyond_the_k_loop_are_counted():
     assert column(GemmFeatures().extract(short, configs, H100), "stages_over_k_steps") == pytest.approx([1 / 4, 2 / 3, 1.0, 0.0])
 
 
+def test_tf32_is_marked_on_the_triton_tiles_that_run_it():
+    """v7's ``triton_tf32_active``: 1 on Triton tiles whose dots run as TF32 by the hardware's
+    rule; 0 on ATen rows, tile-less kinds and other problems."""
+    configs = FP32_CONFIGS + [KernelConfig("decompose_k", "decompose_k")]
+    aligned = dataclasses.replace(UNALIGNED_TF32, m=1024)
+
+    def marks(problem: GemmProblem, rule: str) -> list[float]:
+        return column(GemmFeatures().extract(problem, configs, by(rule)), "triton_tf32_active")
+
+    assert marks(aligned, "alignment") == [0, 0, 1, 1, 0]
+    assert marks(UNALIGNED_TF32, "alignment") == [0, 0, 0, 0, 0]
+    assert marks(UNALIGNED_TF32, "size") == marks(UNALIGNED_TF32, "always") == [0, 0, 1, 1, 0]
+    assert marks(BERT_TF32, "alignment") == marks(BERT_TF32, "size") == [0, 0, 1, 1, 0]
+    assert marks(dataclasses.replace(aligned, allow_tf32=False), "always") == [0] * 5
+    assert marks(dataclasses.replace(aligned, dtype="bfloat16"), "always") == [0] * 5
+    assert marks(dataclasses.replace(UNALIGNED_TF32, m=8), "size") == [0] * 5
+    # no rule: the running Inductor's
+    assert marks(UNALIGNED_TF32, "") == marks(UNALIGNED_TF32, inductor_rule())
+
+
+def test_v7_costs_triton_tiles_without_tf32_as_fp32_and_v6_keeps_its_estimate():
+    """Where the rule leaves TF32 off, v7's analytical estimate of a Triton tile is the FP32 one
+    (slower); cuBLAS keeps TF32. v6 still embeds analytical v3's estimate, TF32 everywhere."""
+    hardware = by("alignment")
+    v7 = GemmFeatures().extract(UNALIGNED_TF32, FP32_CONFIGS, hardware)
+    v6 = GemmFeatures().at_version(6).extract(UNALIGNED_TF32, FP32_CONFIGS, hardware)
+    estimate_v7, estimate_v6 = column(v7, "log2_analytical_us"), v6[:, GemmFeatures.names.index("log2_analytical_us")].tolist()
+    assert estimate_v7[:2] == estimate_v6[:2]
+    assert all(new > old + 1 for new, old in zip(estimate_v7[2:], estimate_v6[2:]))  # over 2x slower
+    fp32 = dataclasses.replace(UNALIGNED_TF32, allow_tf32=False)
+    as_fp32 = estimate_times_us(fp32, ConfigTable.of(FP32_CONFIGS), hardware)[2:]
+    assert estimate_v7[2:] == pytest.approx(torch.log2(as_fp32).tolist(), abs=1e-5)
+    legacy = estimate_times_us(UNALIGNED_TF32, ConfigTable.of(FP32_CONFIGS), hardware, follow_tf32_rule=False)
+    assert estimate_v6 == pytest.approx(torch.log2(legacy).tolist(), abs=1e-5)
+    # every other v6 column is v7's
+    others = [i for i, name in enumerate(GemmFeatures.names) if name not in ("log2_analytical_us", "triton_tf32_active")]
+    assert torch.equal(v6[:, others], v7[:, others])  # v6's columns are v7's first ones
+
+
+def test_version_6_is_the_columns_and_predictions_it_always_was():
+    """Models trained on v6 keep loading with their inputs unchanged: v7 only added a column and
+    v6 keeps its analytical estimate. tests/data/gemm-v6-model.pt is the H100 model shipped
+    with v6 (sha256 a4b4dd61); its predictions below are those of before v7."""
+    from diode_backend.model.learned import LearnedScorer
+
+    v6 = GemmFeatures().at_version(6)
+    assert (v6.schema, v6.version, len(v6.names)) == ("gemm", 6, 79)
+    # sha256 of the v6 names joined by commas, as v6's own extractor listed them
+    assert hashlib.sha256(",".join(v6.names).encode()).hexdigest()[:16] == "c9a2cc8b39c31ab5"
+    assert v6.names == GemmFeatures.names[:-1] and GemmFeatures.names[-1] == "triton_tf32_active"
+    shipped = LearnedScorer.load(DATA / "gemm-v6-model.pt")
+    assert shipped.extractor.version == 6
+    for hardware in (H100, by("alignment"), by("size")):  # v6 does not read the rule
+        assert shipped.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], hardware).times_us == pytest.approx(
+            [28.0788, 79.8465, 35.5038, 27.8399], abs=1e-4
+        )
+        unaligned = shipped.predict(UNALIGNED_TF32, FP32_CONFIGS, hardware)
+        assert unaligned.times_us == pytest.approx([36.915, 43.009, 423.4305, 942.6385], abs=1e-4)
+        assert unaligned.confidence == pytest.approx(0.98442, abs=1e-5)
+        bert = shipped.predict(BERT_TF32, FP32_CONFIGS, hardware)
+        assert bert.times_us == pytest.approx([11.8661, 13.6147, 44.421, 15.8818], abs=1e-4)
+
+
 def test_version_5_is_the_columns_it_always_was():
     """Models trained on v5 keep loading: v6 only added columns, and the v5 extractor gives the
     columns, and a v5 model the predictions, that they were before v6. tests/data/gemm-v5-model.pt
@@ -164,6 +245,11 @@ def test_version_5_is_the_columns_it_always_was():
     scores = GemmProblem("bmm", 77, 77, 64, batch=12, dtype="float16", b_layout="col")
     assert shipped.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us == pytest.approx([28.1362, 82.4818, 35.2217, 27.9142], abs=1e-4)
     assert shipped.predict(scores, [KernelConfig("aten", "aten::bmm"), CONFIGS[0]], H100).times_us == pytest.approx([7.7854, 5.9515], abs=1e-4)
+    # a TF32 problem whose Triton tiles the sweep ran without TF32: v5's inputs as before v7
+    for hardware in (H100, by("alignment")):
+        assert shipped.predict(UNALIGNED_TF32, FP32_CONFIGS, hardware).times_us == pytest.approx(
+            [42.3261, 49.8014, 585.6356, 780.3528], abs=1e-4
+        )
 
 
 def test_version_4_is_the_subset_of_columns_it_always_was():
@@ -181,3 +267,7 @@ def test_version_4_is_the_subset_of_columns_it_always_was():
     earlier = LearnedScorer.load(Path(__file__).resolve().parent / "data" / "gemm-v4-model.pt")
     assert earlier.extractor.version == 4
     assert all(t > 0 for t in earlier.predict(PROBLEM, CONFIGS[:2] + CONFIGS[3:5], H100).times_us)
+    # predictions of before v7 on a TF32 problem whose Triton tiles the sweep ran without TF32
+    assert earlier.predict(UNALIGNED_TF32, FP32_CONFIGS, by("alignment")).times_us == pytest.approx(
+        [29.8148, 30.3448, 50.7344, 141.4132], abs=1e-4
+    )

@@ -60,7 +60,7 @@ def test_training_writes_a_checkpoint_the_scorer_loads(problems, tmp_path):
     assert (result.train_problems, result.stopping_problems, result.calibration_problems) == (24, 3, 6)
     assert not (tmp_path / "model.pt.state").exists()  # finished: nothing to resume
     saved = torch.load(tmp_path / "model.pt", weights_only=True)
-    assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 6)
+    assert (saved["format"], saved["feature_schema"], saved["feature_version"]) == ("diode-timing-model", "gemm", 7)
     assert len(saved["calibration"]["edges"]) == 1  # 3 calibration problems: one group
     assert len(saved["training"]["history"]) == result.epochs == 4
     scorer = LearnedScorer.load(tmp_path / "model.pt")
@@ -140,6 +140,21 @@ def test_a_checkpoint_of_another_feature_version_is_refused(problems, tmp_path):
     torch.save(saved, tmp_path / "old.pt")
     with pytest.raises(ModelLoadError, match="v1"):
         LearnedScorer.load(tmp_path / "old.pt")
+
+
+def test_features_are_those_of_the_inductor_that_timed_the_data():
+    """Training and validation describe a dataset's device as DIODE will see it (the plugin's
+    peaks) and its Triton kernels as they ran when timed: the H100 sweep's turned TF32 on by
+    alignment, whichever torch trains on it."""
+    from pathlib import Path
+
+    from diode_backend.offline.dataset import load_dataset
+    from diode_backend.offline.train import inference_hardware
+
+    data = load_dataset(Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "dataset")
+    hardware = inference_hardware(data.hardware)
+    assert hardware.triton_tf32_rule == "alignment" and hardware.peak_tflops["tf32"] > 0
+    assert hardware == replace(registry.known_hardware()["h100"], triton_tf32_rule="alignment")
 
 
 def test_too_few_problems_is_a_clear_error(problems, tmp_path):

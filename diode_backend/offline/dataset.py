@@ -34,6 +34,7 @@ import msgpack
 from .. import codec
 from ..files import RefusedFile, read_regular_file, write_atomic
 from ..problem import BIASES, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
+from ..tf32 import RULES, inductor_rule
 
 FORMAT = "diode-gemm-timings"
 VERSION = 1
@@ -118,7 +119,9 @@ class DatasetMeta:
 
 @dataclass
 class Dataset:
-    """Problems loaded from one or more shards of one device; ``runs`` is each shard's meta."""
+    """Problems loaded from one or more shards of one device; ``runs`` is each shard's meta.
+    ``hardware.triton_tf32_rule`` is the rule by which the timed Triton kernels ran TF32
+    (:func:`timed_tf32_rule`): the features of its problems describe those kernels."""
 
     hardware: HardwareInfo
     problems: list[ProblemTimings]
@@ -273,8 +276,10 @@ def read_shard(path: str | os.PathLike) -> tuple[DatasetMeta, list[ProblemTiming
 def load_dataset(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Dataset:
     """Load every shard under ``paths`` (files or directories) as one dataset.
 
-    All shards must come from the same device (:attr:`HardwareInfo.key`); a problem that appears
-    in several shards is kept once (its first occurrence, in path order).
+    All shards must come from the same device (:attr:`HardwareInfo.key`) and have timed Triton
+    kernels that run TF32 by the same rule (:func:`timed_tf32_rule`), which the dataset's
+    ``hardware.triton_tf32_rule`` holds. A problem that appears in several shards is kept once
+    (its first occurrence, in path order).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -285,19 +290,46 @@ def load_dataset(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Data
     problems: list[ProblemTimings] = []
     seen: set[GemmProblem] = set()
     hardware: HardwareInfo | None = None
+    rule = ""
     for file in files:
         meta, items = read_shard(file)
         if hardware is None:
             hardware = meta.hardware
         elif meta.hardware.key != hardware.key:
             raise DatasetError(f"{file}: measured on {meta.hardware.key}, the others on {hardware.key}")
+        try:
+            shard_rule = timed_tf32_rule(meta, items)
+        except ValueError as err:
+            raise DatasetError(f"{file}: {err}") from None
+        if rule and shard_rule != rule:
+            raise DatasetError(
+                f"{file}: its Triton kernels ran TF32 by rule {shard_rule!r}, the other shards' by {rule!r}; "
+                f"train and validate on them apart"
+            )
+        rule = shard_rule
         runs.append(meta)
         for item in items:
             if item.problem not in seen:
                 seen.add(item.problem)
                 problems.append(item)
     assert hardware is not None
-    return Dataset(hardware, problems, runs)
+    return Dataset(dataclasses.replace(hardware, triton_tf32_rule=rule), problems, runs)
+
+
+def timed_tf32_rule(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> str:
+    """The rule (:mod:`diode_backend.tf32`) by which the Triton kernels of a shard ran TF32:
+    ``environment.triton_tf32_rule`` where the collector recorded it; else, for the sweep's
+    shards, ``"alignment"`` (its kernels' rule until it recorded one: every H100 shard), and for
+    Inductor's own timings the default rule of the recorded ``environment.torch`` (the running
+    torch's where none is). Raises ValueError for a recorded rule or version it does not know."""
+    recorded = meta.environment.get("triton_tf32_rule")
+    if recorded is not None:
+        if recorded not in RULES:
+            raise ValueError(f"environment.triton_tf32_rule {recorded!r} is not one of {', '.join(RULES)}")
+        return recorded
+    if problems and all(item.source == "sweep" for item in problems):
+        return "alignment"
+    return inductor_rule(str(meta.environment.get("torch") or ""))
 
 
 def collected_problems(directory: str | os.PathLike) -> set[GemmProblem]:

@@ -385,12 +385,13 @@ def inference_hardware(recorded: HardwareInfo) -> HardwareInfo:
     """The description DIODE will see on the device a dataset was measured on: the installed
     plugins' offline description of the same device (same :attr:`HardwareInfo.key`) when there is
     one, else the recorded one. Features must be computed as they will be at inference (a
-    collection run without the vendor plugin records no peak rates)."""
+    collection run without the vendor plugin records no peak rates), for the kernels that were
+    timed (the recorded ``triton_tf32_rule``, kept)."""
     from .. import registry
 
     for known in registry.known_hardware().values():
         if known.key == recorded.key:
-            return known
+            return dataclasses.replace(known, triton_tf32_rule=recorded.triton_tf32_rule)
     return recorded
 
 

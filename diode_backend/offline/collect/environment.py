@@ -13,6 +13,7 @@ import torch
 from ... import __version__, registry
 from ...options import DiodeOptionError
 from ...problem import HardwareInfo
+from ...tf32 import inductor_rule
 
 _SMI_FIELDS = ("driver_version", "clocks.max.sm", "clocks.max.memory", "power.limit")
 
@@ -32,7 +33,9 @@ def hardware_of(device: str) -> HardwareInfo:
 
 
 def environment(device_index: int | None = None, **extra: Any) -> dict[str, Any]:
-    """Versions, date, host and the driver's view of the GPU (``nvidia-smi``, when it answers)."""
+    """Versions, date, host and the driver's view of the GPU (``nvidia-smi``, when it answers),
+    and the rule by which the timed Triton kernels run TF32 (the running Inductor's, which the
+    sweep's kernels follow too; see :mod:`diode_backend.tf32`)."""
     env: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
@@ -41,6 +44,7 @@ def environment(device_index: int | None = None, **extra: Any) -> dict[str, Any]
         "cuda": torch.version.cuda,
         "diode_backend": __version__,
         "command": " ".join(sys.argv),
+        "triton_tf32_rule": inductor_rule(),
     }
     try:
         import triton

@@ -27,6 +27,7 @@ import triton
 import triton.language as tl
 
 from ...problem import GemmProblem, KernelConfig
+from ...tf32 import triton_tf32_active
 
 BIAS_MODES = {"none": 0, "row": 1, "full": 2}
 _SIZE_ARGS = ["M_q", "N_q", "K_q"]
@@ -171,18 +172,6 @@ def divisibility(size: int) -> int:
     return div
 
 
-def tf32_in_template(problem: GemmProblem) -> bool:
-    """Inductor's template uses TF32 only when allowed and, under its default
-    ``force_same_precision``, when M and N are multiples of 16 and K of 8."""
-    return (
-        problem.dtype == "float32"
-        and problem.allow_tf32
-        and problem.m % 16 == 0
-        and problem.n % 16 == 0
-        and problem.k % 8 == 0
-    )
-
-
 def specialization(problem: GemmProblem, config: KernelConfig) -> dict[str, Any]:
     """The constexprs of ``config`` on ``problem``; problems with equal values share a kernel.
 
@@ -205,7 +194,8 @@ def specialization(problem: GemmProblem, config: KernelConfig) -> dict[str, Any]
         "BLOCK_K": config.block_k,
         "GROUP_M": config.group_m,
         "EVEN_K": problem.k % config.block_k == 0,
-        "ALLOW_TF32": tf32_in_template(problem),
+        # as the running Inductor's template (until shards recorded the rule: by alignment)
+        "ALLOW_TF32": triton_tf32_active(problem),
         "ACC_TYPE": tl.float32,
         "A_COL": a_col,
         "B_COL": b_col,
