@@ -7,7 +7,8 @@ of the model, found on non-held-out data:
 float32 ``bias_addmm`` (ATen's addmm with the bias in cuBLAS's epilogue, nn.Linear's layout) steps
 up in time at M about 33..64 (N = K = 768: 16.1 us at M = 32, 27-29 us at M = 40..64, plain addmm
 17.6 us), and the data holds few fp32/TF32 addmm with bias at M 17..128; and Triton's template
-runs TF32 only when M and N are multiples of 16 and K of 8 (``kernel.tf32_in_template``), while
+ran TF32 only when M and N are multiples of 16 and K of 8 (the ``alignment`` rule of
+``diode_backend.tf32``, the sweep's until it followed Inductor's), while
 the data holds 10 TF32 problems at M <= 64 with it on against 83 with it off.
 
 Rule, with seed :data:`SEED`, over the training families (every zoo family not in
@@ -45,7 +46,7 @@ from h100_plan import MAX_FLOPS, OUT
 from h100_zoo_plan import read_zoo
 
 from diode_backend.offline.collect import shapes
-from diode_backend.offline.collect.kernel import tf32_in_template
+from diode_backend.tf32 import triton_tf32_active
 from diode_backend.problem import GemmProblem
 
 TARGET = OUT / "zoo-precision-train.json"
@@ -121,7 +122,7 @@ def main() -> int:
     shapes.to_json([(p.generator, p.problem) for p in planned], TARGET, "h100-zoo-precision-train")
     report(TARGET, planned, first=80, stream=lambda p: stream_of[p.problem],
            m=lambda p: f"{stream_of[p.problem]} {m_range(p.problem)}",
-           triton_tf32=lambda p: f"{stream_of[p.problem]} {'on' if tf32_in_template(p.problem) else 'off'}")
+           triton_tf32=lambda p: f"{stream_of[p.problem]} {'on' if triton_tf32_active(p.problem, 'alignment') else 'off'}")
     return 0
 
 

@@ -11,12 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from diode_backend.offline.collect import zoo
-from diode_backend.offline.collect.kernel import tf32_in_template
 from diode_backend.offline.collect.zoo.families import ARCHITECTURES, GROUPS
 from diode_backend.offline.collect.zoo.trace import (
     TracedGemm, expert_gemms, expert_token_counts, fp32_precision, tensor_parallel, trace_gemms,
 )  # fmt: skip
 from diode_backend.problem import GemmProblem
+from diode_backend.tf32 import triton_tf32_active
 from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
 
 ZOO = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "zoo"
@@ -173,7 +173,7 @@ def test_the_precision_plan_trains_only_on_new_fp32_linear_around_the_bias_step_
     for allowed in (False, True):
         ms = [p.m for p in linear if p.allow_tf32 is allowed]
         assert len(ms) >= 20 and sum(33 <= m <= 64 for m in ms) >= len(ms) // 3 and min(ms) < 33 and max(ms) > 64
-    assert sum(tf32_in_template(p) and p.m <= 64 for p in tf32) >= 10
+    assert sum(triton_tf32_active(p, "alignment") and p.m <= 64 for p in tf32) >= 10  # the sweep's rule when it ran
     misses = {tuple(dim for dim, size, multiple in (("m", p.m, 16), ("n", p.n, 16), ("k", p.k, 8)) if size % multiple) for p in tf32}
     assert {("m",), ("n",), ("k",), ("m", "n", "k")} <= misses
 
