@@ -18,6 +18,7 @@ from diode_backend.offline.dataset import (
     collected_problems,
     load_dataset,
     merge_datasets,
+    meta_of_rule,
     read_shard,
     summarize,
     write_shard,
@@ -117,24 +118,38 @@ def test_shards_of_different_devices_do_not_mix(tmp_path):
         load_dataset(tmp_path)
 
 
-def test_the_dataset_knows_by_which_rule_its_triton_kernels_ran_tf32(tmp_path):
-    """Which Triton kernels ran TF32 decides features (:mod:`diode_backend.tf32`): a dataset takes
-    the rule its shards record, else the sweep's rule before it recorded one, else (Inductor's
-    own timings) Inductor's default for the recorded torch; shards of different rules do not mix."""
+def test_each_problem_keeps_the_rule_by_which_its_shards_triton_kernels_ran_tf32(tmp_path):
+    """Which Triton kernels ran TF32 decides features (:mod:`diode_backend.tf32`): a shard's
+    problems take the rule it records, else the sweep's rule before it recorded one, else
+    (Inductor's own timings) Inductor's default for the recorded torch. Shards of different rules
+    load together, each problem keeping its own; the dataset's hardware names a rule only when
+    they share one."""
     feedback = dataclasses.replace(timings(2), source="feedback")
     write_shard(tmp_path / "a" / "1.msgpack", META, [timings(1)])
     write_shard(tmp_path / "a" / "2.msgpack", DatasetMeta(H100, {"triton_tf32_rule": "alignment"}), [timings(2)])
-    assert load_dataset(tmp_path / "a").hardware.triton_tf32_rule == "alignment"
+    data = load_dataset(tmp_path / "a")
+    assert data.hardware.triton_tf32_rule == "alignment"
+    assert [p.tf32_rule for p in data] == ["alignment", "alignment"]
     write_shard(tmp_path / "b" / "1.msgpack", DatasetMeta(H100, {"torch": "2.11.0+cu130"}), [feedback])
     assert load_dataset(tmp_path / "b").hardware.triton_tf32_rule == "always"
     write_shard(tmp_path / "c" / "1.msgpack", DatasetMeta(H100, {"torch": "2.13.0"}), [feedback])
     assert load_dataset(tmp_path / "c").hardware.triton_tf32_rule == "size"
     write_shard(tmp_path / "a" / "3.msgpack", DatasetMeta(H100, {"triton_tf32_rule": "always"}), [timings(3)])
-    with pytest.raises(DatasetError, match=r"3\.msgpack: its Triton kernels ran TF32 by rule 'always', the other shards' by 'alignment'"):
-        load_dataset(tmp_path / "a")
+    mixed = load_dataset(tmp_path / "a")
+    assert [(p.problem.m, p.tf32_rule) for p in mixed] == [(1, "alignment"), (2, "alignment"), (3, "always")]
+    assert mixed.hardware == H100  # no one rule: each problem's holds
     write_shard(tmp_path / "d" / "1.msgpack", DatasetMeta(H100, {"triton_tf32_rule": "never"}), [timings(1)])
-    with pytest.raises(DatasetError, match=r"1\.msgpack: environment\.triton_tf32_rule 'never' is not one of always"):
-        load_dataset(tmp_path / "d")
+    with pytest.raises(DatasetError, match=r"d/1\.msgpack: environment\.triton_tf32_rule 'never' is not one of always"):
+        load_dataset([tmp_path / "a", tmp_path / "d"])
+
+
+def test_a_shard_holds_problems_of_one_rule():
+    """A shard's rule is its meta's: problems of another rule are refused, not relabelled."""
+    always = dataclasses.replace(timings(1), tf32_rule="always")
+    with pytest.raises(ValueError, match="problems of TF32 rule always in a shard that reads back as 'alignment'"):
+        write_shard("/nonexistent/x.msgpack", META, [always])
+    assert meta_of_rule(META, "alignment", [always]) is META
+    assert meta_of_rule(META, "always", [always]).environment == {**META.environment, "triton_tf32_rule": "always"}
 
 
 def test_the_running_inductors_rule_is_left_out_of_the_hardware_record():
@@ -159,6 +174,20 @@ def test_merge_compacts_shards_per_run_and_drops_duplicates(tmp_path):
     assert info["problems"] == 4 and info["pairs"] == 16 and info["failed_pairs"] == 4
     assert info["split"] == {"train": 3, "validation": 1}
     assert info["layout"] == {"row/col": 4} and info["dtype"] == {"bfloat16": 4}
+
+
+def test_merge_keeps_each_problems_rule(tmp_path):
+    """Merged shards of one run split by rule; a merged shard that would read back as another
+    rule (here sweep problems of a shard that Inductor's own timings made ``always``) records its own."""
+    feedback = dataclasses.replace(timings(1), source="feedback")
+    torch_211 = DatasetMeta(H100, {"torch": "2.11.0"})
+    write_shard(tmp_path / "in" / "1.msgpack", torch_211, [timings(1)])
+    write_shard(tmp_path / "in" / "2.msgpack", torch_211, [feedback, timings(2)])
+    write_shard(tmp_path / "in" / "3.msgpack", DatasetMeta(H100, {"triton_tf32_rule": "size"}), [timings(3)])
+    before = [(p.problem.m, p.tf32_rule) for p in load_dataset(tmp_path / "in")]
+    assert before == [(1, "alignment"), (2, "always"), (3, "size")]
+    assert len(merge_datasets([tmp_path / "in"], tmp_path / "out")) == 3
+    assert [(p.problem.m, p.tf32_rule) for p in load_dataset(tmp_path / "out")] == before
 
 
 def test_problem_timings_validate_their_shape():

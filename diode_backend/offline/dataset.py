@@ -24,7 +24,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,10 @@ class ProblemTimings:
     failed (did not compile, ran out of resources, gave a wrong result) are left out and counted
     in ``failed``. ``generator`` names the shape generator, ``source`` the collector (``sweep``,
     ``feedback``), ``space`` which candidates were timed (``exhaustive``, ``sample/4``,
-    ``default``, ``observed``).
+    ``default``, ``observed``). ``tf32_rule`` is the rule (:mod:`diode_backend.tf32`) by which
+    its timed Triton kernels ran TF32, set from its shard on read (:func:`timed_tf32_rule`); it is
+    no shard column, since a shard has one rule, recorded in its meta. Empty where unknown (a
+    problem not read from a shard), and then the hardware's rule holds (:func:`timed_hardware`).
     """
 
     problem: GemmProblem
@@ -82,6 +85,7 @@ class ProblemTimings:
     source: str = "sweep"
     space: str = ""
     failed: int = 0
+    tf32_rule: str = ""
 
     def __post_init__(self) -> None:
         if len(self.configs) != len(self.times_us):
@@ -120,8 +124,9 @@ class DatasetMeta:
 @dataclass
 class Dataset:
     """Problems loaded from one or more shards of one device; ``runs`` is each shard's meta.
-    ``hardware.triton_tf32_rule`` is the rule by which the timed Triton kernels ran TF32
-    (:func:`timed_tf32_rule`): the features of its problems describe those kernels."""
+    Each problem's ``tf32_rule`` is the rule by which its timed Triton kernels ran TF32, and its
+    features describe those kernels (:func:`timed_hardware`); ``hardware.triton_tf32_rule`` is
+    the rule of them all where they share one, else empty."""
 
     hardware: HardwareInfo
     problems: list[ProblemTimings]
@@ -144,7 +149,15 @@ class Dataset:
 
 
 def encode_shard(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> bytes:
-    """One shard's bytes: the problems as columns, configs deduplicated into a table."""
+    """One shard's bytes: the problems as columns, configs deduplicated into a table. Raises
+    ValueError where a problem's ``tf32_rule`` is not the one the shard would read back as
+    (:func:`meta_of_rule` makes the meta of one rule's shard)."""
+    rules = {item.tf32_rule for item in problems} - {""}
+    if rules and rules != {timed_tf32_rule(meta, problems)}:
+        raise ValueError(
+            f"problems of TF32 rule {', '.join(sorted(rules))} in a shard that reads back as "
+            f"{timed_tf32_rule(meta, problems)!r}: write one shard per rule, each with meta_of_rule's meta"
+        )
     config_index: dict[KernelConfig, int] = {}
     rows = array.array("I")
     times = array.array("f")
@@ -267,19 +280,24 @@ def read_shard(path: str | os.PathLike) -> tuple[DatasetMeta, list[ProblemTiming
             f"{VERSION}; read it with the diode-backend that wrote it, or {fix}"
         )
     try:
-        return DatasetMeta.from_dict(payload["meta"]), _decode_problems(payload)
+        meta, items = DatasetMeta.from_dict(payload["meta"]), _decode_problems(payload)
     except (KeyError, TypeError, ValueError) as err:
         detail = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err)
         raise DatasetError(f"{path}: a damaged {FORMAT} v{VERSION} shard ({detail}); {fix}") from err
+    try:
+        rule = timed_tf32_rule(meta, items)
+    except ValueError as err:
+        raise DatasetError(f"{path}: {err}") from None
+    return meta, [dataclasses.replace(item, tf32_rule=rule) for item in items]
 
 
 def load_dataset(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Dataset:
     """Load every shard under ``paths`` (files or directories) as one dataset.
 
-    All shards must come from the same device (:attr:`HardwareInfo.key`) and have timed Triton
-    kernels that run TF32 by the same rule (:func:`timed_tf32_rule`), which the dataset's
-    ``hardware.triton_tf32_rule`` holds. A problem that appears in several shards is kept once
-    (its first occurrence, in path order).
+    All shards must come from the same device (:attr:`HardwareInfo.key`). Each problem keeps its
+    shard's TF32 rule (:attr:`ProblemTimings.tf32_rule`); the dataset's
+    ``hardware.triton_tf32_rule`` is the rule of all shards where they share one, else empty. A
+    problem that appears in several shards is kept once (its first occurrence, in path order).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -290,30 +308,37 @@ def load_dataset(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Data
     problems: list[ProblemTimings] = []
     seen: set[GemmProblem] = set()
     hardware: HardwareInfo | None = None
-    rule = ""
+    rules: set[str] = set()
     for file in files:
         meta, items = read_shard(file)
         if hardware is None:
             hardware = meta.hardware
         elif meta.hardware.key != hardware.key:
             raise DatasetError(f"{file}: measured on {meta.hardware.key}, the others on {hardware.key}")
-        try:
-            shard_rule = timed_tf32_rule(meta, items)
-        except ValueError as err:
-            raise DatasetError(f"{file}: {err}") from None
-        if rule and shard_rule != rule:
-            raise DatasetError(
-                f"{file}: its Triton kernels ran TF32 by rule {shard_rule!r}, the other shards' by {rule!r}; "
-                f"train and validate on them apart"
-            )
-        rule = shard_rule
+        rules.add(timed_tf32_rule(meta, items))
         runs.append(meta)
         for item in items:
             if item.problem not in seen:
                 seen.add(item.problem)
                 problems.append(item)
     assert hardware is not None
-    return Dataset(dataclasses.replace(hardware, triton_tf32_rule=rule), problems, runs)
+    shared = rules.pop() if len(rules) == 1 else ""
+    return Dataset(dataclasses.replace(hardware, triton_tf32_rule=shared), problems, runs)
+
+
+def timed_hardware(hardware: HardwareInfo) -> Callable[[ProblemTimings], HardwareInfo]:
+    """A function giving the description to compute a problem's features or predictions with:
+    ``hardware`` with the problem's ``tf32_rule`` (``hardware`` itself where that rule is empty or
+    already ``hardware``'s), one copy per rule."""
+    copies = {hardware.triton_tf32_rule: hardware, "": hardware}
+
+    def of(item: ProblemTimings) -> HardwareInfo:
+        found = copies.get(item.tf32_rule)
+        if found is None:
+            found = copies[item.tf32_rule] = dataclasses.replace(hardware, triton_tf32_rule=item.tf32_rule)
+        return found
+
+    return of
 
 
 def timed_tf32_rule(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> str:
@@ -332,6 +357,15 @@ def timed_tf32_rule(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> st
     return inductor_rule(str(meta.environment.get("torch") or ""))
 
 
+def meta_of_rule(meta: DatasetMeta, rule: str, problems: Sequence[ProblemTimings]) -> DatasetMeta:
+    """``meta`` for a shard of ``problems`` timed under TF32 rule ``rule``: as it is where such a
+    shard reads back as ``rule`` (:func:`timed_tf32_rule`), else with ``rule`` recorded in its
+    environment. A shard has one rule, so problems of different rules go to different shards."""
+    if timed_tf32_rule(meta, problems) == rule:
+        return meta
+    return DatasetMeta(meta.hardware, {**meta.environment, "triton_tf32_rule": rule})
+
+
 def collected_problems(directory: str | os.PathLike) -> set[GemmProblem]:
     """Problems already stored under ``directory`` (empty if it does not exist): what a resumed
     collection skips."""
@@ -342,23 +376,24 @@ def collected_problems(directory: str | os.PathLike) -> set[GemmProblem]:
 
 def merge_datasets(inputs: Iterable[str | os.PathLike], output: str | os.PathLike) -> list[Path]:
     """Compact the shards under ``inputs`` into ``output`` (a directory): one shard per distinct
-    run meta, problems deduplicated as in :func:`load_dataset`. Returns the shards written."""
+    run meta and TF32 rule (:func:`meta_of_rule`), problems deduplicated as in
+    :func:`load_dataset`, each keeping its rule. Returns the shards written."""
     inputs = list(inputs)
     dataset = load_dataset(inputs)
-    by_run: dict[bytes, tuple[DatasetMeta, list[ProblemTimings]]] = {}
+    by_run: dict[tuple[bytes, str], tuple[DatasetMeta, list[ProblemTimings]]] = {}
     owner = {}
     for file in (shard for p in inputs for shard in shard_paths(p)):
         meta, items = read_shard(file)
-        key = msgpack.packb(meta.to_dict(), use_bin_type=True)
-        by_run.setdefault(key, (meta, []))
         for item in items:
+            key = (msgpack.packb(meta.to_dict(), use_bin_type=True), item.tf32_rule)
+            by_run.setdefault(key, (meta, []))
             owner.setdefault(item.problem, key)
     for item in dataset.problems:
         by_run[owner[item.problem]][1].append(item)
     output = Path(output)
     return [
-        write_shard(output / f"part-{i:03d}{SHARD_SUFFIX}", meta, items)
-        for i, (meta, items) in enumerate(v for v in by_run.values() if v[1])
+        write_shard(output / f"part-{i:03d}{SHARD_SUFFIX}", meta_of_rule(meta, rule, items), items)
+        for i, ((_, rule), (meta, items)) in enumerate((k, v) for k, v in by_run.items() if v[1])
     ]
 
 
