@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from diode_backend import catalog, registry
-from diode_backend.offline.dataset import load_dataset, shard_paths
+from diode_backend.offline.dataset import load_dataset, shard_paths, timed_hardware
 from diode_backend.offline.families import of_families
 from diode_backend.offline.plots import regret_ticks
 from diode_backend.offline.train import inference_hardware
@@ -57,9 +57,10 @@ COMPARED = (5, 1.25)
 
 
 def simulated(problems, scorer, hardware) -> list[SimulatedProblem]:
+    hardware_of = timed_hardware(hardware)  # each problem ranked under its own TF32 rule
     return [
         SimulatedProblem(
-            rank_candidates(scorer, p.problem, p.configs, hardware), p.times_us, tuple(c.kind for c in p.configs)
+            rank_candidates(scorer, p.problem, p.configs, hardware_of(p)), p.times_us, tuple(c.kind for c in p.configs)
         )
         for p in problems
     ]

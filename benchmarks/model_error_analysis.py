@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from diode_backend.offline.dataset import load_dataset
+from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.offline.train import inference_hardware
 from diode_backend.offline.validate import kendall_tau
@@ -39,13 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="JSON file to write")
     args = parser.parse_args(argv)
     dataset = load_dataset(args.data)
-    hardware = inference_hardware(dataset.hardware)
+    hardware_of = timed_hardware(inference_hardware(dataset.hardware))  # each problem under its own TF32 rule
     scorer = LearnedScorer.load(args.model)
     noise = torch.Generator().manual_seed(0)
     problems, errors = [], collections.defaultdict(list)
     for item in dataset.split("validation"):
         truth = torch.tensor(item.times_us, dtype=torch.float64)
-        predicted = torch.tensor(scorer.predict(item.problem, item.configs, hardware).times_us, dtype=torch.float64)
+        predicted = torch.tensor(scorer.predict(item.problem, item.configs, hardware_of(item)).times_us, dtype=torch.float64)
         order, half = torch.argsort(truth), len(truth) // 2
         noisy = [
             kendall_tau(truth * torch.exp(torch.randn(len(truth), generator=noise, dtype=torch.float64) * sigma), truth)

@@ -157,6 +157,29 @@ def test_features_are_those_of_the_inductor_that_timed_the_data():
     assert hardware == replace(registry.known_hardware()["h100"], triton_tf32_rule="alignment")
 
 
+def test_each_problem_is_described_by_the_rule_its_kernels_ran_tf32_by():
+    """Data of two rules trains together: a float32 problem off the 16/8 alignment has its Triton
+    tiles marked TF32 where its shard timed them under ``always``, not where under ``alignment``.
+    The data digest names the rules only where a problem's is not the hardware's, so data of one
+    rule keeps the digest it had."""
+    from diode_backend.features import GemmFeatures
+    from diode_backend.offline.dataset import ProblemTimings
+    from diode_backend.offline.train import _Rows, data_digest
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    unaligned = GemmProblem("addmm", 1028, 768, 3072, dtype="float32", b_layout="col", bias="row", allow_tf32=True)
+    tile = KernelConfig("triton", "triton::mm", 128, 128, 32, 3, 4, 8)
+    configs = (KernelConfig("aten", "aten::addmm"), tile)
+    timed = [ProblemTimings(unaligned, configs, (10.0, 20.0), tf32_rule=rule) for rule in ("alignment", "always")]
+    rows = _Rows.build(timed, GemmFeatures(), H100)
+    tf32 = rows.features[:, GemmFeatures.names.index("triton_tf32_active")].tolist()
+    assert tf32 == [0.0, 0.0, 0.0, 1.0]  # fastest first: aten, then the tile, per problem
+
+    one_rule = replace(H100, triton_tf32_rule="alignment")
+    assert data_digest(timed[:1], one_rule) == data_digest([replace(timed[0], tf32_rule="")], one_rule)
+    assert data_digest(timed, H100) != data_digest([timed[0], replace(timed[1], tf32_rule="alignment")], H100)
+
+
 def test_too_few_problems_is_a_clear_error(problems, tmp_path):
     with pytest.raises(ValueError, match="at least 3 problems"):
         run(problems[:2], tmp_path / "model.pt")

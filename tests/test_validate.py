@@ -126,6 +126,23 @@ def test_figures_are_given_per_workload_class_and_family():
     assert report["calibration"]["trusted"]["top1_regret_worst"] == decode_figures["scorers"]["model"]["top1_regret"]["worst"]
 
 
+def test_each_problem_is_scored_under_its_own_tf32_rule():
+    """Validation data of two TF32 rules: every scorer sees the hardware with the rule of the
+    problem it scores, and the description it was given where a problem has none."""
+    problems = synthetic_problems(3, "validation")
+    problems = [dataclasses.replace(p, tf32_rule=rule) for p, rule in zip(problems, ("alignment", "always", ""))]
+    seen = []
+
+    class Recording(Oracle):
+        def predict(self, problem, configs, hardware):
+            seen.append(hardware)
+            return super().predict(problem, configs, hardware)
+
+    validate(Recording(problems), problems, H100)
+    assert [h.triton_tf32_rule for h in seen] == ["alignment", "always", ""]
+    assert seen[2] is H100 and seen[0] == dataclasses.replace(H100, triton_tf32_rule="alignment")
+
+
 def test_diode_train_then_validate(tmp_path, capsys):
     data = write_dataset(tmp_path / "data", train=30, validation=8)
     folder = tmp_path / "my-h100"

@@ -48,7 +48,7 @@ from typing import Any, TextIO
 
 import torch
 
-from .dataset import ProblemTimings
+from .dataset import ProblemTimings, timed_hardware
 from .families import family_of, without_families
 from .progress import Progress
 from ..features import FeatureExtractor
@@ -103,11 +103,13 @@ class _Rows:
 
     @classmethod
     def build(cls, problems: Sequence[ProblemTimings], extractor: FeatureExtractor, hardware: HardwareInfo) -> _Rows:
+        """Each problem's features with ``hardware`` under the problem's own TF32 rule."""
         features, log_times, counts, configs = [], [], [], []
+        hardware_of = timed_hardware(hardware)
         for record in problems:
             times = torch.tensor(record.times_us, dtype=torch.float64)
             order = torch.argsort(times, stable=True)
-            rows = extractor.extract(record.problem, record.configs, hardware)
+            rows = extractor.extract(record.problem, record.configs, hardware_of(record))
             features.append(rows[order])
             log_times.append(torch.log(times[order]).float())
             counts.append(len(record.configs))
@@ -386,7 +388,8 @@ def inference_hardware(recorded: HardwareInfo) -> HardwareInfo:
     plugins' offline description of the same device (same :attr:`HardwareInfo.key`) when there is
     one, else the recorded one. Features must be computed as they will be at inference (a
     collection run without the vendor plugin records no peak rates), for the kernels that were
-    timed (the recorded ``triton_tf32_rule``, kept)."""
+    timed (the recorded ``triton_tf32_rule``, kept; each problem's own rule, its ``tf32_rule``, is
+    put in per problem by :func:`~diode_backend.offline.dataset.timed_hardware`)."""
     from .. import registry
 
     for known in registry.known_hardware().values():
@@ -435,10 +438,14 @@ def write_model_manifest(
 
 
 def data_digest(records: Sequence[ProblemTimings], hardware: HardwareInfo) -> str:
-    """A SHA-256 over the problems, configs, times and hardware (identifies the training data)."""
+    """A SHA-256 over the problems, configs, times and hardware (identifies the training data),
+    and each problem's TF32 rule where it is not the hardware's (so data of one rule keeps the
+    digest it had before problems carried their rule)."""
     digest = hashlib.sha256(repr(sorted(hardware.to_dict().items())).encode())
     for record in records:
         digest.update(repr((record.problem, record.configs, record.times_us)).encode())
+        if record.tf32_rule and record.tf32_rule != hardware.triton_tf32_rule:
+            digest.update(repr(record.tf32_rule).encode())
     return digest.hexdigest()
 
 

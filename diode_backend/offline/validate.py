@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from ..analytical import AnalyticalScorer
-from .dataset import ProblemTimings
+from .dataset import ProblemTimings, timed_hardware
 from .families import family_of
 from ..options import DiodeOptions
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
@@ -216,7 +216,8 @@ def validate(
     default_candidates: Callable[[GemmProblem], Sequence[KernelConfig]] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """The validation report (JSON-ready) of ``scorer`` on ``problems``.
+    """The validation report (JSON-ready) of ``scorer`` on ``problems``, each scored with
+    ``hardware`` under its own TF32 rule (:func:`~diode_backend.offline.dataset.timed_hardware`).
 
     :param train_problems: the nearest-neighbour baseline's lookup table (omitted when empty).
     :param default_candidates: Inductor's DEFAULT candidate list for a problem (omitted when
@@ -235,12 +236,13 @@ def validate(
         subsets["inductor_default"] = []
     coverage: list[float] = []
     rows = []
+    hardware_of = timed_hardware(hardware)  # each problem is scored under its own TF32 rule
     for done, item in enumerate(problems, start=1):
         aten = [i for i, c in enumerate(item.configs) if c.kind == KIND_ATEN]
         fallback = min(aten, key=item.times_us.__getitem__) if aten else max(range(len(item.times_us)), key=item.times_us.__getitem__)
         row: dict[str, Any] = {"problem": item.problem.describe(), "candidates": len(item.configs), "best_us": min(item.times_us)}
         for name, each in scorers.items():
-            result = score_problem(each.predict(item.problem, item.configs, hardware), item.times_us, fallback)
+            result = score_problem(each.predict(item.problem, item.configs, hardware_of(item)), item.times_us, fallback)
             scores[name].append(result)
             row[name] = {"top1_regret": result.regrets[1], "kendall_tau": result.kendall_tau}
             if name == "model":
