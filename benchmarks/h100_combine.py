@@ -13,13 +13,20 @@ timed is in the two later runs, so they stay in ``runs/`` as a record and are no
 problems of benchmarks/h100_gaps_plan.py, 2026-11-24-precision those of
 benchmarks/h100_precision_plan.py; a run of RUNS not yet in ``runs/`` is left out. The shard's
 environment records this.
+
+A shard has one TF32 rule (diode_backend.tf32; every run up to 2026-11-24 timed ``alignment``),
+so problems keep theirs by going to one combined shard per rule: ``h100-sweep.msgpack`` for the
+first run's rule, ``h100-sweep-<rule>.msgpack`` for each other, whose environment is that of
+the runs of its rule and records the rule.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from diode_backend.offline.dataset import DatasetMeta, load_dataset, write_shard
+from diode_backend.offline.dataset import (
+    DatasetMeta, load_dataset, meta_of_rule, read_shard, shard_paths, timed_tf32_rule, write_shard,
+)  # fmt: skip
 
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
 RUNS = (
@@ -31,15 +38,23 @@ RUNS = (
 def main() -> None:
     runs = [name for name in RUNS if (ROOT / "runs" / name).is_dir()]  # a run not yet committed is left out
     data = load_dataset([ROOT / "runs" / name for name in runs])
-    environment = {
-        **data.runs[0].environment,
-        "combined": f"runs {' and '.join(runs)} whole ({len(data.problems)} problems; benchmarks/h100_combine.py)",
-        "runs": [run.environment["date"] for run in data.runs],
-        "timing_by_run": [run.environment.get("timing") for run in data.runs],
-    }
-    write_shard(ROOT / "dataset" / "h100-sweep.msgpack", DatasetMeta(data.hardware, environment), data.problems)
-    print(f"{len(data.problems)} problems -> {ROOT / 'dataset'}")
-
+    shards = [(name, *read_shard(file)) for name in runs for file in shard_paths(ROOT / "runs" / name)]
+    by_rule: dict[str, list] = {}  # the first run's rule first: its shard keeps the name it had
+    for item in data.problems:
+        by_rule.setdefault(item.tf32_rule, []).append(item)
+    for i, (rule, problems) in enumerate(by_rule.items()):
+        timed = [(name, meta) for name, meta, items in shards if timed_tf32_rule(meta, items) == rule]
+        names = list(dict.fromkeys(name for name, _ in timed))
+        environment = {
+            **timed[0][1].environment,
+            "combined": f"runs {' and '.join(names)} whole ({len(problems)} problems; benchmarks/h100_combine.py)",
+            "runs": [meta.environment["date"] for _, meta in timed],
+            "timing_by_run": [meta.environment.get("timing") for _, meta in timed],
+        }
+        name = "h100-sweep.msgpack" if i == 0 else f"h100-sweep-{rule}.msgpack"
+        meta = meta_of_rule(DatasetMeta(data.hardware, environment), rule, problems)
+        write_shard(ROOT / "dataset" / name, meta, problems)
+        print(f"{len(problems)} problems of TF32 rule {rule!r} -> {ROOT / 'dataset' / name}")
 
 if __name__ == "__main__":
     main()
