@@ -56,5 +56,6 @@ def main() -> None:
         write_shard(ROOT / "dataset" / name, meta, problems)
         print(f"{len(problems)} problems of TF32 rule {rule!r} -> {ROOT / 'dataset' / name}")
 
+
 if __name__ == "__main__":
     main()

@@ -194,7 +194,7 @@ def specialization(problem: GemmProblem, config: KernelConfig) -> dict[str, Any]
         "BLOCK_K": config.block_k,
         "GROUP_M": config.group_m,
         "EVEN_K": problem.k % config.block_k == 0,
-        # as the running Inductor's template (until shards recorded the rule: by alignment)
+        # as the running Inductor's template does; shards that record no rule were timed by alignment
         "ALLOW_TF32": triton_tf32_active(problem),
         "ACC_TYPE": tl.float32,
         "A_COL": a_col,
