@@ -384,8 +384,9 @@ def merge_datasets(inputs: Iterable[str | os.PathLike], output: str | os.PathLik
     owner = {}
     for file in (shard for p in inputs for shard in shard_paths(p)):
         meta, items = read_shard(file)
+        packed = msgpack.packb(meta.to_dict(), use_bin_type=True)
         for item in items:
-            key = (msgpack.packb(meta.to_dict(), use_bin_type=True), item.tf32_rule)
+            key = (packed, item.tf32_rule)
             by_run.setdefault(key, (meta, []))
             owner.setdefault(item.problem, key)
     for item in dataset.problems:
