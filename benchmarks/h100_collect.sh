@@ -10,8 +10,9 @@
 # alone, no validation (the held-out families' validation problems are all timed already;
 # benchmarks/h100_attention_plan.py); SET=gaps: zoo-gaps-train.json alone, no validation
 # (benchmarks/h100_gaps_plan.py); SET=precision: zoo-precision-train.json alone, no validation
-# (benchmarks/h100_precision_plan.py), on the default space (ATen and DEFAULT configs; every other
-# set times its training problems on sample/4). What comes back is under $OUT:
+# (benchmarks/h100_precision_plan.py), on the default space (ATen and DEFAULT configs; every set
+# but tf32 times its training problems on sample/4); SET=tf32: zoo-tf32-{train,validation}.json,
+# both on the default space (benchmarks/h100_tf32_plan.py). What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
 set -u
@@ -31,7 +32,9 @@ case ${SET:-base} in
         runs="2026-11-24-gaps" ;;
   precision) train=$problems/zoo-precision-train.json; validation=; vspace=sample/4+default; space=default
              runs="2026-11-24-precision" ;;
-  *) echo "SET must be base, zoo, attn, gaps or precision"; exit 2 ;;
+  tf32) train=$problems/zoo-tf32-train.json; validation=$problems/zoo-tf32-validation.json; vspace=default; space=default
+        runs="2026-11-24-tf32" ;;
+  *) echo "SET must be base, zoo, attn, gaps, precision or tf32"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in
   python) launch="python3 -m" ;;
