@@ -11,7 +11,10 @@ used the earlier timer, which floored small kernels at the host's pace; every pr
 timed is in the two later runs, so they stay in ``runs/`` as a record and are not used. Run
 2026-11-24-attn times the attention bmm of benchmarks/h100_attention_plan.py, 2026-11-24-gaps the
 problems of benchmarks/h100_gaps_plan.py, 2026-11-24-precision those of
-benchmarks/h100_precision_plan.py; a run of RUNS not yet in ``runs/`` is left out. The shard's
+benchmarks/h100_precision_plan.py; a run of RUNS not yet in ``runs/`` is left out. Run
+2026-11-24-tf32 times again, under torch 2.11's TF32 rule (``always``), the TF32 problems whose
+Triton kernels the earlier runs timed without TF32 (benchmarks/h100_tf32_plan.py): a run of
+RETIMES gives the timings of the problems it holds, the earlier runs' are left out. The shard's
 environment records this.
 
 A shard has one TF32 rule (diode_backend.tf32; every run up to 2026-11-24 timed ``alignment``),
@@ -31,15 +34,18 @@ from diode_backend.offline.dataset import (
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
 RUNS = (
     "2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b", "2026-11-24-zoo", "2026-11-24-attn", "2026-11-24-gaps",
-    "2026-11-24-precision",
+    "2026-11-24-precision", "2026-11-24-tf32",
 )  # fmt: skip
+#: Runs that time again problems of earlier runs: theirs are the timings kept.
+RETIMES = ("2026-11-24-tf32",)
 
 
 def main() -> None:
     runs = [name for name in RUNS if (ROOT / "runs" / name).is_dir()]  # a run not yet committed is left out
-    data = load_dataset([ROOT / "runs" / name for name in runs])
+    # load_dataset keeps a problem's first occurrence: the runs that time problems again go first
+    data = load_dataset([ROOT / "runs" / name for name in sorted(runs, key=lambda name: name not in RETIMES)])
     shards = [(name, *read_shard(file)) for name in runs for file in shard_paths(ROOT / "runs" / name)]
-    by_rule: dict[str, list] = {}  # the first run's rule first: its shard keeps the name it had
+    by_rule: dict[str, list] = {timed_tf32_rule(*shards[0][1:]): []}  # the first run's rule first: its shard keeps the name it had
     for item in data.problems:
         by_rule.setdefault(item.tf32_rule, []).append(item)
     for i, (rule, problems) in enumerate(by_rule.items()):
