@@ -102,11 +102,22 @@ def benchmark_inputs(choices: list[Any], input_nodes: list[Any], layout: Any, in
 
 def can_launch(choice: Any) -> bool:
     """Whether :func:`run_callable` knows how to launch ``choice``: an ``ExternKernelCaller``
-    (ATen) or a ``TritonTemplateCaller``, on torch 2.11 and 2.13 alike; not a subgraph, CUTLASS
-    or CPP template choice."""
+    (ATen), a ``TritonTemplateCaller`` or a ``SubgraphChoiceCaller`` (decompose-k), on torch 2.11
+    and 2.13 alike; not a CUTLASS or CPP template choice."""
     from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
 
-    return isinstance(choice, (ExternKernelCaller, TritonTemplateCaller))
+    return isinstance(choice, (ExternKernelCaller, TritonTemplateCaller)) or _is_subgraph(choice)
+
+
+def _is_subgraph(choice: Any) -> bool:
+    """A ``SubgraphChoiceCaller`` that compiles its module as torch 2.11 and 2.13 both do
+    (``_compile_for_benchmarking`` into ``_compiled_module``, called with ``sym_input_values``
+    before the inputs)."""
+    from torch._inductor.codegen.subgraph import SubgraphChoiceCaller
+
+    return isinstance(choice, SubgraphChoiceCaller) and all(
+        hasattr(choice, name) for name in ("_compile_for_benchmarking", "_compiled_module", "sym_input_values")
+    )
 
 
 def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
@@ -117,7 +128,11 @@ def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
     torch 2.11 and 2.13 alike: an ``ExternKernelCaller``'s ``to_callable()`` (its kwargs bound)
     with ``out=`` when ``has_out_variant``; a ``TritonTemplateCaller``'s
     ``bmreq.make_run_fn(*inputs, out=out)``, which binds the current CUDA stream. 2.13's
-    ``bmreq.cleanup_run_fn`` releases the loaded module; 2.11 has nothing to release.
+    ``bmreq.cleanup_run_fn`` releases the loaded module; 2.11 has nothing to release. A
+    ``SubgraphChoiceCaller`` compiles its module here, as its own ``benchmark`` does (it needs
+    the lowering's ``V.graph``, so not in :func:`measure_choices`'s threads), and runs
+    ``module.call([*sym_input_values, *inputs])`` on the extern inputs (2.13's
+    ``_is_extern``), allocating its output.
     """
     import functools
 
@@ -128,6 +143,12 @@ def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
         fn = choice.to_callable()
         run = functools.partial(fn, *inputs, out=out) if choice.has_out_variant else functools.partial(fn, *inputs)
         return run, lambda: None
+    if _is_subgraph(choice):
+        if choice._compiled_module is None:
+            choice._compiled_module = choice._compile_for_benchmarking()
+        inputs, _ = autotune_args.get_benchmark_tensors(True).unpack()
+        call, values = choice._compiled_module.call, list(choice.sym_input_values)
+        return (lambda: call([*values, *inputs])), lambda: None
     inputs, out = autotune_args.get_benchmark_tensors(False).unpack()
     run = choice.bmreq.make_run_fn(*inputs, out=out)
     return run, getattr(choice.bmreq, "cleanup_run_fn", lambda: None)

@@ -28,7 +28,7 @@ from . import compat
 
 
 class NotMeasurable(Exception):
-    """A choice of a kind DIODE does not know how to launch (subgraph, CUTLASS, ...)."""
+    """A choice of a kind DIODE does not know how to launch (CUTLASS, CPP, ...)."""
 
 
 @dataclass(frozen=True)
