@@ -128,7 +128,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _bool,
     ),
     OptionSpec(
-        "diode_top_k", 8, int,
+        "diode_top_k", 7, int,
         "At most how many candidates within diode_measure_ratio of the predicted best DIODE "
         "measures when it is not confident (every ATen candidate, the predicted-best Triton one and "
         "the unscored ones are measured besides).",
