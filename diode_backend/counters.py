@@ -21,7 +21,7 @@ FALLBACK_REASONS = (
     "internal_error",  # DIODE raised; Inductor's own behaviour was used
     "choices_class_override",  # the user's inductor_choices_class does not include DIODE
     "measurement_failed",  # every candidate DIODE measured failed: Inductor benchmarked them
-    "not_measurable",  # a candidate DIODE cannot launch (subgraph, CUTLASS, ...): Inductor benchmarked
+    "not_measurable",  # a candidate DIODE cannot launch (CUTLASS, CPP, ...): Inductor benchmarked
 )
 
 _lock = threading.Lock()

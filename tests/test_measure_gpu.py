@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -89,10 +90,11 @@ _COMPILE = textwrap.dedent(
 )
 
 
-def _compile_in_new_process(tmp_path, run: str, threshold: float) -> dict:
-    """``_COMPILE`` in a fresh process: DIODE's cache shared across runs, Inductor's cold in each."""
+def _compile_in_new_process(tmp_path, run: str, threshold: float, script: str = _COMPILE) -> dict:
+    """``script`` (``_COMPILE``) in a fresh process: DIODE's cache shared across runs, Inductor's
+    cold in each."""
     env = {**os.environ, "DIODE_CACHE_DIR": str(tmp_path / "diode"), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / run)}
-    done = subprocess.run([sys.executable, "-c", _COMPILE, str(threshold)], capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run([sys.executable, "-c", script, str(threshold)], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -111,6 +113,41 @@ def test_a_second_process_takes_the_confident_pick_without_scoring(tmp_path):
     assert second["stats"]["predicted_decisions"] == 0 and second["stats"]["predicted_decision_hits"] == 1
     assert first["stats"]["measured_decisions"] == second["stats"]["measured_decisions"] == 0
     assert first["kernel"] == second["kernel"] and first["kernel"]
+
+
+#: K >= decompose_k_threshold (32) * max(M, N): Inductor offers decompose-k (subgraph choices,
+#: one per split of K) besides ATen, and no Triton mm (K >= 64 * max(M, N)).
+_DECOMPOSE_K = textwrap.dedent(
+    """
+    import json, sys, torch, diode_backend
+    from torch._inductor.select_algorithm import add_feedback_saver
+    from diode_backend import measured
+    benchmarked = []
+    add_feedback_saver(lambda timings, *args: benchmarked.append(len(timings)))
+    a = torch.randn(16, 8192, device="cuda", dtype=torch.float16)
+    b = torch.randn(8192, 16, device="cuda", dtype=torch.float16)
+    fn = torch.compile(torch.mm, options={"max_autotune": True, "max_autotune_gemm_backends": "DIODE",
+                                          "fast_autotune": True, "diode_confidence_threshold": float(sys.argv[1])})
+    # outputs ~90 in magnitude: fp16 spaces them 0.06 apart, a lost split of K errs by tens
+    torch.testing.assert_close(fn(a, b).float(), a.float() @ b.float(), atol=0.25, rtol=1e-2)
+    stats = diode_backend.stats()
+    print(json.dumps({"counters": stats["counters"], "fallbacks": stats["fallbacks"], "errors": stats["errors"],
+                      "benchmarked": benchmarked,
+                      "measured": [[(c.kind, t) for c, t in zip(d.configs, d.times_us)] for d in measured.stored_decisions()]}))
+    """
+)
+
+
+def test_diode_measures_decompose_k_and_a_second_process_reuses_the_decision(tmp_path):
+    first, second = (_compile_in_new_process(tmp_path, run, 1.0, script=_DECOMPOSE_K) for run in "ab")
+    # DIODE timed the set itself, decompose-k's subgraph choices among them: no 'not_measurable'
+    assert first["fallbacks"] == {"low_confidence": 1} and first["errors"] == {} and first["benchmarked"] == []
+    assert first["counters"]["measured_decisions"] == 1 and first["counters"].get("measured_decision_hits", 0) == 0
+    (decision,) = first["measured"]
+    decompose_k = [t for kind, t in decision if kind == "decompose_k"]
+    assert decompose_k and all(math.isfinite(t) for t in decompose_k), decision
+    assert second["counters"]["measured_decision_hits"] == 1 and second["counters"].get("measured_decisions", 0) == 0
+    assert second["fallbacks"] == {} and second["errors"] == {} and second["benchmarked"] == []
 
 
 _NEW_PRECISION_API = textwrap.dedent(
