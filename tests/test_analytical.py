@@ -143,11 +143,18 @@ def test_the_fp16_pick_that_ran_eight_times_slower_ranks_behind_the_measured_bes
     assert predicted[TC_SPILLING] > 1.2 * predicted[best]
 
 
+def alignment_runs() -> list[Path]:
+    """The committed H100 runs whose Triton kernels turned TF32 on by alignment: from 2026-11-23
+    (the 2026-11-22 runs' earlier timer is not combined) up to the TF32 retiming."""
+    return [run for run in sorted(RUNS.iterdir()) if "2026-11-23" <= run.name and run.name != "2026-11-24-tf32"]
+
+
 @pytest.fixture(scope="module")
 def tf32_problems():
-    """The float32 problems allowing TF32 of the whole H100 dataset (the sweep's Triton kernels
-    turned TF32 on by alignment)."""
-    dataset = load_dataset(RUNS.parent / "dataset")
+    """The float32 problems allowing TF32 of every H100 run timed under the sweep's ``alignment``
+    rule (those benchmarks/h100_combine.py combines, without the run that times TF32 problems
+    again under torch 2.11's)."""
+    dataset = load_dataset(alignment_runs())
     items = [p for p in dataset.problems if p.problem.dtype == "float32" and p.problem.allow_tf32]
     assert len(items) >= 300
     return dataset.hardware, items

@@ -178,6 +178,27 @@ def test_the_precision_plan_trains_only_on_new_fp32_linear_around_the_bias_step_
     assert {("m",), ("n",), ("k",), ("m", "n", "k")} <= misses
 
 
+#: Lists of problems already timed, to time again (benchmarks/h100_tf32_plan.py): not new problems.
+RETIMING_LISTS = ("zoo-tf32-train.json", "zoo-tf32-validation.json")
+
+
+def test_the_tf32_plan_times_again_every_tf32_problem_whose_triton_kernels_ran_without_tf32():
+    """benchmarks/h100_tf32_plan.py's lists: every float32 problem allowing TF32 that the sweep's
+    alignment rule timed with Triton's TF32 off, each once, the held-out families' as validation."""
+    from diode_backend.offline.dataset import load_dataset
+    from diode_backend.tf32 import triton_tf32_active
+    from test_analytical import alignment_runs
+
+    lists = ZOO.parent / "h100" / "problems"
+    held_out = set(json.loads((lists / "zoo-holdout.json").read_text())["families"])
+    planned = {split: json.loads((lists / f"zoo-tf32-{split}.json").read_text())["problems"] for split in ("train", "validation")}
+    off = {item.problem: item.generator for item in load_dataset(alignment_runs()).problems
+           if item.problem.dtype == "float32" and item.problem.allow_tf32 and not triton_tf32_active(item.problem, "alignment")}
+    listed = {GemmProblem.from_dict(e): e["generator"] for entries in planned.values() for e in entries}
+    assert len(listed) == sum(map(len, planned.values())) and listed == off and len(off) >= 250
+    assert all((e["generator"].removeprefix("zoo:") in held_out) == (split == "validation") for split, entries in planned.items() for e in entries)
+
+
 def _a_new_training_plan(name: str) -> list[GemmProblem]:
     """The problems of plan ``name`` (trained_models/data/h100/problems/), checked to be distinct,
     of training families only, in no other list and no held-out GEMM, and within
@@ -189,7 +210,7 @@ def _a_new_training_plan(name: str) -> list[GemmProblem]:
     others = {
         GemmProblem.from_dict(e)
         for path in lists.glob("*.json")
-        if path.name not in ("zoo-holdout.json", name)
+        if path.name not in ("zoo-holdout.json", name, *RETIMING_LISTS)
         for e in json.loads(path.read_text())["problems"]
     }
     committed = _committed()

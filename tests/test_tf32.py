@@ -14,6 +14,7 @@ from diode_backend.problem import GemmProblem
 from diode_backend.tf32 import RULES, inductor_rule, torch_release, triton_tf32_active
 
 DATASET = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "dataset"
+RETIMED = DATASET.parent / "runs" / "2026-11-24-tf32"
 
 
 def tf32(m: int, n: int, k: int, **fields) -> GemmProblem:
@@ -104,7 +105,9 @@ def test_the_h100_timings_follow_the_sweeps_alignment_rule():
     H100, against 16 in the data). The best Triton kernel of a large float32 problem allowing
     TF32 runs at FP32 speed (under 67 TFLOP/s) wherever the alignment test fails, also where
     2.13's size test would turn TF32 on, and faster where it passes."""
-    dataset = load_dataset(DATASET)
+    from test_analytical import alignment_runs
+
+    dataset = load_dataset(alignment_runs())
     assert dataset.hardware.triton_tf32_rule == "alignment"
     fast, slow = [], []
     for item in dataset.problems:
@@ -118,3 +121,25 @@ def test_the_h100_timings_follow_the_sweeps_alignment_rule():
     assert sum(t > 67 for t, p in fast) >= 0.9 * len(fast)
     # the size rule would call 11 of the 40 slow ones of the 3,116-problem dataset TF32
     assert sum(triton_tf32_active(p, "size") for _, p in slow) >= 11
+
+
+def test_the_retimed_tf32_problems_ran_tf32_on_every_triton_kernel():
+    """Run 2026-11-24-tf32 timed the problems the alignment rule kept off TF32 again, under torch
+    2.11's rule (``always``): on every large one (over 2 GFLOP) its best Triton kernel beats the
+    best of the same problem's alignment-rule timings, on most by far (median 2.2x over all 266),
+    and the combined dataset keeps the new timings."""
+    from test_analytical import alignment_runs
+
+    retimed = load_dataset(RETIMED)
+    assert retimed.hardware.triton_tf32_rule == "always"
+    before = {item.problem: item for item in load_dataset(alignment_runs()).problems}
+
+    def best_triton(item) -> float:
+        return min(t for c, t in zip(item.configs, item.times_us) if c.kind == "triton")
+
+    gains = sorted(best_triton(before[item.problem]) / best_triton(item) for item in retimed.problems)
+    large = [best_triton(before[item.problem]) / best_triton(item) for item in retimed.problems if item.problem.flops > 2e9]
+    assert len(gains) >= 250 and len(large) >= 40
+    assert min(large) > 1.0 and gains[len(gains) // 2] > 1.5
+    combined = {item.problem: item for item in load_dataset(DATASET).problems}
+    assert all(combined[item.problem].tf32_rule == "always" and combined[item.problem].times_us == item.times_us for item in retimed.problems)

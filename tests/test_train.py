@@ -144,17 +144,22 @@ def test_a_checkpoint_of_another_feature_version_is_refused(problems, tmp_path):
 
 def test_features_are_those_of_the_inductor_that_timed_the_data():
     """Training and validation describe a dataset's device as DIODE will see it (the plugin's
-    peaks) and its Triton kernels as they ran when timed: the H100 sweep's turned TF32 on by
-    alignment, whichever torch trains on it."""
+    peaks) and its Triton kernels as they ran when timed: the H100 shards hold two rules (the
+    sweep's turned TF32 on by alignment, the TF32 retiming's always), so the dataset's
+    description names none and each problem is described by its own, whichever torch trains."""
     from pathlib import Path
 
     from diode_backend.offline.dataset import load_dataset
     from diode_backend.offline.train import inference_hardware
 
     data = load_dataset(Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "dataset")
+    from diode_backend.offline.dataset import timed_hardware
+
     hardware = inference_hardware(data.hardware)
-    assert hardware.triton_tf32_rule == "alignment" and hardware.peak_tflops["tf32"] > 0
-    assert hardware == replace(registry.known_hardware()["h100"], triton_tf32_rule="alignment")
+    assert hardware.triton_tf32_rule == "" and hardware.peak_tflops["tf32"] > 0
+    assert hardware == registry.known_hardware()["h100"]
+    described = timed_hardware(hardware)
+    assert {described(item).triton_tf32_rule for item in data.problems} == {"alignment", "always"}
 
 
 def test_each_problem_is_described_by_the_rule_its_kernels_ran_tf32_by():
