@@ -97,7 +97,8 @@ class KernelConfig:
 
     ``template`` is Inductor's template uid (``triton::mm``, ``aten::addmm``, ...); ``kind`` its
     family (``triton``, ``aten``, ``triton_tma``, ``decompose_k``, ...). Tile fields are 0 for
-    kinds that have none.
+    kinds that have none, but for decompose-k's ``block_k``, the number of slices it cuts K into
+    (``block_m`` 0 still marks it tile-less to the features).
     """
 
     kind: str
@@ -119,7 +120,8 @@ class KernelConfig:
 
     def describe(self) -> str:
         if not self.block_m:
-            return self.template or self.kind
+            split = f" k_split {self.block_k}" if self.block_k else ""
+            return f"{self.template or self.kind}{split}"
         return (
             f"{self.template or self.kind} {self.block_m}x{self.block_n}x{self.block_k}"
             f" s{self.num_stages} w{self.num_warps} g{self.group_m}"

@@ -271,3 +271,20 @@ def test_version_4_is_the_subset_of_columns_it_always_was():
     assert earlier.predict(UNALIGNED_TF32, FP32_CONFIGS, by("alignment")).times_us == pytest.approx(
         [29.8148, 30.3448, 50.7344, 141.4132], abs=1e-4
     )
+
+
+def test_each_decompose_k_split_is_a_candidate_of_its_own_with_the_features_of_a_tileless_kind():
+    """Inductor offers decompose-k once per K split (``k_split``): each is a config of its own, so a
+    measured winner names its split, and ``block_k`` holding the split leaves the features (and so
+    every model's scores) as they were for decompose-k without one."""
+    from torch._inductor.kernel.mm import decompose_k_subgraph_template
+
+    from diode_backend.inductor.convert import config_from_choice
+
+    problem = GemmProblem("mm", 16, 16, 8192, dtype="float16")
+    splits = [config_from_choice(decompose_k_subgraph_template.uid, {"k_split": s}) for s in (16, 32, 64)]
+    assert len(set(splits)) == 3 and {c.kind for c in splits} == {"decompose_k"}
+    assert [c.describe() for c in splits] == [f"decompose_k k_split {s}" for s in (16, 32, 64)]
+    tileless = KernelConfig("decompose_k", "decompose_k")
+    features = GemmFeatures().extract(problem, [tileless, *splits], H100)
+    assert all(torch.equal(features[0], row) for row in features[1:])

@@ -10,6 +10,8 @@ from ..problem import KIND_ATEN, KIND_TRITON, SUPPORTED_DTYPES, GemmProblem, Ker
 
 #: Triton templates whose tiles mean what the plain GEMM template's mean.
 _PLAIN_TRITON_TEMPLATES = ("triton::mm", "triton::bmm")
+#: Decompose-k's one parameter, how many slices K is cut into (``KernelConfig.block_k`` keeps it).
+_K_SPLIT = "k_split"
 
 
 class UnsupportedProblem(Exception):
@@ -59,7 +61,9 @@ def problem_from_inputs(kernel_inputs: Any, op_name: str) -> GemmProblem:
 
 
 def config_from_choice(template_uid: str, params: dict[str, Any]) -> KernelConfig:
-    """Describe one Inductor template choice (its template uid and template kwargs)."""
+    """Describe one Inductor template choice (its template uid and template kwargs). Decompose-k's
+    ``k_split`` goes into ``block_k``: each split is a candidate of its own, so a measured winner
+    names the split that won."""
     if template_uid.startswith("aten::"):
         kind = KIND_ATEN
     elif template_uid in _PLAIN_TRITON_TEMPLATES:
@@ -71,7 +75,7 @@ def config_from_choice(template_uid: str, params: dict[str, Any]) -> KernelConfi
         template=template_uid,
         block_m=int(params.get("BLOCK_M", 0)),
         block_n=int(params.get("BLOCK_N", 0)),
-        block_k=int(params.get("BLOCK_K", 0)),
+        block_k=int(params.get("BLOCK_K", params.get(_K_SPLIT, 0))),
         num_stages=int(params.get("num_stages", 0)),
         num_warps=int(params.get("num_warps", 0)),
         group_m=int(params.get("GROUP_M", 0)),
