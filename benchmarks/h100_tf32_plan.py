@@ -1,5 +1,6 @@
-"""H100 problems to time again under torch 2.11's TF32 rule: every TF32 problem of the dataset whose
-Triton kernels the sweep ran without TF32.
+"""H100 problems to time again under torch 2.11's TF32 rule: every TF32 problem of the combined runs
+(``h100_combine.RUNS`` but those that time problems again) whose Triton kernels the sweep ran
+without TF32.
 
     python benchmarks/h100_tf32_plan.py   # writes trained_models/data/h100/problems/zoo-tf32-{train,validation}.json
 
@@ -21,6 +22,7 @@ import hashlib
 import json
 import sys
 
+from h100_combine import RETIMES, ROOT, RUNS
 from h100_plan import OUT
 
 from diode_backend.offline.collect import shapes
@@ -28,16 +30,17 @@ from diode_backend.offline.dataset import load_dataset
 from diode_backend.offline.families import family_of
 from diode_backend.tf32 import triton_tf32_active
 
-DATASET = OUT.parent / "dataset"
 TARGETS = {"train": OUT / "zoo-tf32-train.json", "validation": OUT / "zoo-tf32-validation.json"}
 
 
 def main() -> int:
     holdout = set(json.loads((OUT / "zoo-holdout.json").read_text())["families"])
     chosen = {"train": [], "validation": []}
-    for record in load_dataset(DATASET).problems:
+    # the runs as combined before any was timed again, so that the lists regenerate unchanged
+    timed = [ROOT / "runs" / name for name in RUNS if name not in RETIMES]
+    for record in load_dataset(timed).problems:
         p = record.problem
-        if p.dtype == "float32" and p.allow_tf32 and not triton_tf32_active(p, record.tf32_rule or "alignment"):
+        if p.dtype == "float32" and p.allow_tf32 and not triton_tf32_active(p, record.tf32_rule):
             assert triton_tf32_active(p, "always")
             chosen["validation" if family_of(record) in holdout else "train"].append((record.generator, p))
     for split, named in chosen.items():
