@@ -13,7 +13,7 @@ import torch
 
 from diode_backend.analytical import AnalyticalScorer, estimate_times_us
 from diode_backend.config_table import ConfigTable
-from diode_backend.offline.dataset import load_dataset
+from diode_backend.offline.dataset import load_dataset, read_shard, shard_paths, timed_tf32_rule
 from diode_backend.inductor.configs import candidate_space
 from diode_backend.offline.validate import score_problem, spread
 from diode_backend.problem import KIND_ATEN, GemmProblem, KernelConfig
@@ -144,9 +144,13 @@ def test_the_fp16_pick_that_ran_eight_times_slower_ranks_behind_the_measured_bes
 
 
 def alignment_runs() -> list[Path]:
-    """The committed H100 runs whose Triton kernels turned TF32 on by alignment: from 2026-11-23
-    (the 2026-11-22 runs' earlier timer is not combined) up to the TF32 retiming."""
-    return [run for run in sorted(RUNS.iterdir()) if "2026-11-23" <= run.name and run.name != "2026-11-24-tf32"]
+    """The committed H100 runs whose Triton kernels turned TF32 on by alignment, as their shards
+    read back (:func:`timed_tf32_rule`), from 2026-11-23 on (the 2026-11-22 runs' earlier timer
+    is not combined)."""
+    return [
+        run for run in sorted(RUNS.iterdir())
+        if "2026-11-23" <= run.name and all(timed_tf32_rule(*read_shard(shard)) == "alignment" for shard in shard_paths(run))
+    ]
 
 
 @pytest.fixture(scope="module")
