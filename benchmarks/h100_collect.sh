@@ -1,6 +1,6 @@
 #!/bin/bash
 # One GPU call of the H100 collection (docs/collect.md; runs are recorded in benchmarks/results/).
-#   [SET=zoo|attn|gaps|precision] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
+#   [SET=zoo|attn|gaps|precision|tf32|regions] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
 # The sweep times the problem lists of trained_models/data/h100/problems/ into
 # trained_models/data/h100/raw/, resuming from the shards already there and from the committed
 # runs of the set (copied in with their dates, so a fresh checkout resumes), and stops in time for
@@ -12,7 +12,8 @@
 # (benchmarks/h100_gaps_plan.py); SET=precision: zoo-precision-train.json alone, no validation
 # (benchmarks/h100_precision_plan.py), on the default space (ATen and DEFAULT configs; every set
 # but tf32 times its training problems on sample/4); SET=tf32: zoo-tf32-{train,validation}.json,
-# both on the default space (benchmarks/h100_tf32_plan.py). What comes back is under $OUT:
+# both on the default space (benchmarks/h100_tf32_plan.py); SET=regions: zoo-regions-train.json
+# alone, no validation, on the default space (benchmarks/h100_regions_plan.py). What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
 set -u
@@ -34,7 +35,9 @@ case ${SET:-base} in
              runs="2026-11-24-precision" ;;
   tf32) train=$problems/zoo-tf32-train.json; validation=$problems/zoo-tf32-validation.json; vspace=default; space=default
         runs="2026-11-24-tf32" ;;
-  *) echo "SET must be base, zoo, attn, gaps, precision or tf32"; exit 2 ;;
+  regions) train=$problems/zoo-regions-train.json; validation=; vspace=default; space=default
+           runs="2026-11-24-regions" ;;
+  *) echo "SET must be base, zoo, attn, gaps, precision, tf32 or regions"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in
   python) launch="python3 -m" ;;

@@ -139,12 +139,12 @@ def draw_rounds(by_stream: dict[str, tuple[int, Callable, dict[str, list[dict]]]
     return rounds, stream_of
 
 
-def plan_rounds(rounds: list[list[tuple[str, GemmProblem]]]) -> list[plan.PlannedProblem]:
-    """``rounds`` planned on ``sample/4`` for training, round after round, fewest new kernels first
+def plan_rounds(rounds: list[list[tuple[str, GemmProblem]]], space: str = "sample/4") -> list[plan.PlannedProblem]:
+    """``rounds`` planned on ``space`` for training, round after round, fewest new kernels first
     within a round; a run of its own: nothing compiled before it."""
     planned, compiled = [], set()
     for named in rounds:
-        planned += compile_order(plan.plan(named, H100, split="train", space="sample/4"), compiled)
+        planned += compile_order(plan.plan(named, H100, split="train", space=space), compiled)
         compiled.update(*map(kernel_keys, planned))
     return planned
 
