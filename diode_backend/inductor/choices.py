@@ -17,7 +17,7 @@ from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
 from .context import GemmContext, contained, diode_requested, entry_identity, resolve_context
 from . import compat
-from .group_configs import MARK, DecidedMark, keep_group_configs
+from .group_configs import MARK, DecidedMark, WinnerSearch, keep_group_configs
 
 _context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
 #: the lowering (graph, FX node, op) whose decided kernel (a stored decision's winner) a template
@@ -57,13 +57,16 @@ class DiodeChoicesMixin:
     def _finalize_template_configs(
         self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None
     ):
+        context = _context.get()
+        search = WinnerSearch.of(context, template_choices)
+        if search is not None:  # a stored decision's group: generated up to its winner only
+            template_choices = search.generators(template_choices)
         ktcs = super()._finalize_template_configs(
             template_choices, kernel_inputs, templates, op_name, kwarg_overrides
         )
-        context = _context.get()
         if context is None:
             return ktcs
-        return contained(lambda: keep_group_configs(ktcs, context), "ranking", fallback=ktcs)
+        return contained(lambda: keep_group_configs(ktcs, context, search), "ranking", fallback=ktcs)
 
 
 class DiodeChoices(DiodeChoicesMixin, InductorChoices):
@@ -92,11 +95,12 @@ def model_identity() -> str:
 
 def decided_templates(templates: list[Any], context: GemmContext | None) -> list[Any]:
     """A GEMM with a stored decision (DIODE measured it, or kept a prediction alone, before)
-    needs only its winner's template: the other templates' configs would be generated and
-    ranked only to be dropped. All of them when none matches: the winner may be in a later
-    group of the op (addmm asks for its ATen, contiguous and Triton groups apart), or Inductor
-    offers other templates than when the decision was made. Groups after the one that offered
-    the winner are not asked for at all (``get_template_configs``)."""
+    needs only its winner's template (generated only up to the winner: :class:`WinnerSearch`):
+    the other templates' configs would be generated and ranked only to be dropped. All of them
+    when none matches: the winner may be in a later group of the op (addmm asks for its ATen,
+    contiguous and Triton groups apart), or Inductor offers other templates than when the
+    decision was made. Groups after the one that offered the winner are not asked for at all
+    (``get_template_configs``)."""
     decision = context.decision if context is not None else None
     if decision is None:
         return templates

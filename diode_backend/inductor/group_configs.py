@@ -6,19 +6,21 @@ group's best (top-1 when confident, else the set worth measuring) and marks each
 :class:`CandidateMark` for step 2 (:mod:`.benchmarked_choices`); a group DIODE cannot rank gets
 a :class:`FallbackMark` instead. A group holding the kernel of a stored decision for this GEMM
 (DIODE measured it fastest, or kept it alone on its model's word, before) keeps that kernel alone
-(:class:`DecidedMark`), unscored; other groups are ranked as usual (from the prediction cache
-when it holds them) and step 2 drops them.
+(:class:`DecidedMark`), unscored: a :class:`WinnerSearch` finds it as Inductor generates the group
+and stops the generator there. Other groups are ranked as usual (from the prediction cache when
+it holds them) and step 2 drops them.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..policy import rank_candidates, select_candidates
 from ..problem import KIND_TRITON, KernelConfig
-from .context import GemmContext
+from .context import GemmContext, contained
 from .convert import config_from_choice
 
 MARK = "diode"  # key in ChoiceCaller.annotations (shared with the KernelTemplateChoice)
@@ -57,18 +59,55 @@ class FallbackMark:
     kept_own_aten: bool
 
 
-def keep_group_configs(ktcs: list[Any], context: GemmContext) -> list[Any]:
-    """Score one group of KernelTemplateChoices and return the ones to keep, marked."""
+class WinnerSearch:
+    """Looks for the winner of a stored decision in one template group while Inductor generates
+    it, and ends the winner template's generator right after the winner: the configs after it
+    get no template kwargs, no KernelTemplateChoice and no :class:`KernelConfig`. (Inductor's
+    heuristics still build the template's whole pruned config list before the first one.)"""
+
+    def __init__(self, winner: KernelConfig) -> None:
+        self.winner = winner
+        self.found: Any = None  # the winner's KernelTemplateChoice, once generated
+
+    @classmethod
+    def of(cls, context: GemmContext | None, template_uids: Collection[str]) -> WinnerSearch | None:
+        """The search for ``context``'s stored winner when the group has the winner's template."""
+        decision = context.decision if context is not None else None
+        if decision is None or decision.winner.template not in template_uids:
+            return None
+        return cls(decision.winner)
+
+    def generators(self, template_choices: dict[str, Iterator[Any]]) -> dict[str, Iterator[Any]]:
+        """Inductor's ``{template uid: KernelTemplateChoice generator}``, the winner's template's
+        generator ending at the winner."""
+        return {
+            uid: self._until_winner(ktcs) if uid == self.winner.template else ktcs
+            for uid, ktcs in template_choices.items()
+        }
+
+    def _until_winner(self, ktcs: Iterator[Any]) -> Iterator[Any]:
+        for ktc in ktcs:
+            if contained(lambda: _config_of(ktc) == self.winner, "ranking", fallback=False):
+                self.found = ktc
+                yield ktc
+                return
+            yield ktc
+
+
+def keep_group_configs(ktcs: list[Any], context: GemmContext, search: WinnerSearch | None = None) -> list[Any]:
+    """Score one group of KernelTemplateChoices and return the ones to keep, marked. ``search``
+    is the group's :class:`WinnerSearch`, when it has one."""
     if not ktcs:
         return ktcs
     if context.fallback is not None:
         return _fall_back(ktcs, context.fallback, context)
-    configs = [config_from_choice(ktc.template.uid, ktc.params.to_kwargs()) for ktc in ktcs]
+    if search is not None and any(ktc is search.found for ktc in ktcs):
+        return [_decided(search.found, search.winner, context)]
+    configs = [_config_of(ktc) for ktc in ktcs]
     if context.decision is not None and context.decision.winner in configs:
-        # decided before: that kernel alone, nothing ranked (step 2 hands it to Inductor alone)
+        # a choices class behind DIODE may build its own KernelTemplateChoices, unseen by a search
         winner = configs.index(context.decision.winner)
-        ktcs[winner].annotations[MARK] = DecidedMark(context, configs[winner])
-        return [ktcs[winner]]
+        return [_decided(ktcs[winner], configs[winner], context)]
     ranking = rank_candidates(context.scorer, context.problem, configs, context.hardware)
     if not ranking.order:
         return _fall_back(ktcs, "no_scored_candidates", context, configs)
@@ -81,6 +120,16 @@ def keep_group_configs(ktcs: list[Any], context: GemmContext) -> list[Any]:
         )
         kept.append(ktcs[index])
     return kept
+
+
+def _config_of(ktc: Any) -> KernelConfig:
+    return config_from_choice(ktc.template.uid, ktc.params.to_kwargs())
+
+
+def _decided(ktc: Any, config: KernelConfig, context: GemmContext) -> Any:
+    """Decided before: that kernel alone, nothing ranked (step 2 hands it to Inductor alone)."""
+    ktc.annotations[MARK] = DecidedMark(context, config)
+    return ktc
 
 
 def _fall_back(

@@ -1,0 +1,135 @@
+"""A warm compile whose stored winner is a Triton tile, in real torch.compile on the CPU.
+
+With ``cpu_backend="triton"`` Inductor offers its Triton GEMM templates on the CPU, over the
+whole EXHAUSTIVE space that DIODE ranks. No Triton CPU backend is installed here, so the kernels
+are generated but not compiled (``get_code``), and the backend hash in the kernel source is a
+stand-in. The stored winner sits in the middle of its template's configs: a warm compile
+generates and converts the configs up to it, not the ones after it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.utils._triton
+from torch._inductor import config
+from torch._inductor.choices import InductorChoices
+from torch._inductor.utils import get_code
+
+import diode_backend
+from diode_backend import hookimpl, measured, plugins, predicted, registry
+from diode_backend.inductor import group_configs
+from diode_backend.problem import KIND_TRITON
+from diode_backend.scorer import Prediction, ScorerEntry
+from test_compile_cpu import DIODE, refresh_choices_handler
+
+SURE = {**DIODE, "fast_autotune": True, "cpu_backend": "triton"}
+
+
+class MiddleTileScorer:
+    """Predicts the middle Triton config it is shown fastest, sure of it; keeps what it was shown."""
+
+    name = identity = "middle-tile"
+
+    def __init__(self) -> None:
+        self.shown: list = []
+
+    def predict(self, problem, configs, hardware):
+        self.shown = list(configs)
+        tiles = [i for i, c in enumerate(configs) if c.kind == KIND_TRITON]
+        best = tiles[len(tiles) // 2] if tiles else 0
+        return Prediction(tuple(1.0 if i == best else 2.0 for i in range(len(configs))), 1.0)
+
+
+@pytest.fixture
+def middle_tile(isolated_caches, monkeypatch):
+    """The registered MiddleTileScorer; Triton kernel sources generated without a Triton driver."""
+    monkeypatch.setattr(torch.utils._triton, "triton_hash_with_backend", lambda: "no-triton-backend-here")
+    scorer = MiddleTileScorer()
+
+    class Plugin:
+        @hookimpl
+        def diode_register_scorers(self, register):
+            register(ScorerEntry(scorer.name, lambda: scorer, lambda hw: False, identity=scorer.identity))
+
+    plugin = Plugin()
+    plugins.get_plugin_manager().register(plugin)
+    yield scorer
+    plugins.get_plugin_manager().unregister(plugin)
+
+
+@pytest.fixture
+def generated(monkeypatch):
+    """Per compile: how many KernelTemplateChoices Inductor generated (``"ktcs"``) and DIODE
+    converted to KernelConfigs (``"converted"``)."""
+    counts = {"ktcs": 0, "converted": 0}
+    finalize, convert = InductorChoices._finalize_template_configs, group_configs.config_from_choice
+
+    def counting_finalize(self, *args, **kwargs):
+        ktcs = finalize(self, *args, **kwargs)
+        counts["ktcs"] += len(ktcs)
+        return ktcs
+
+    def counting_convert(*args):
+        counts["converted"] += 1
+        return convert(*args)
+
+    monkeypatch.setattr(InductorChoices, "_finalize_template_configs", counting_finalize)
+    monkeypatch.setattr(group_configs, "config_from_choice", counting_convert)
+    return counts
+
+
+def compile_mm(counts: dict) -> list[str]:
+    """A new process's compile of one mm: the sources of the kernels it generated; ``counts``
+    start from zero."""
+    registry.clear()
+    diode_backend.reset_stats()
+    counts.update(ktcs=0, converted=0)
+    with config.patch(**SURE, diode_model=MiddleTileScorer.name):
+        (code, *_) = get_code(torch.compile(torch.mm), torch.randn(64, 128), torch.randn(128, 64))
+    return re.findall(r"async_compile\.triton\('\w+', '{3}(.*?)'{3}", code, re.DOTALL)
+
+
+@pytest.mark.parametrize("decision", ["predicted", "measured"])
+def test_a_warm_compile_generates_the_winners_template_only_up_to_the_winner(middle_tile, generated, decision):
+    cold = compile_mm(generated)
+    (pick,) = predicted.stored_decisions()
+    tiles = [c for c in middle_tile.shown if c.template == pick.winner.template]
+    assert pick.winner == tiles[len(tiles) // 2] and len(cold) == 1
+    assert f"BLOCK_M : tl.constexpr = {pick.winner.block_m}" in cold[0]
+    assert generated == {"ktcs": len(middle_tile.shown), "converted": len(middle_tile.shown)}  # the ATen kernel too
+    if decision == "measured":  # a measured decision answers before a predicted one
+        measured.remember(measured.MeasuredDecision(pick.problem, pick.hardware, (pick.winner,), (5.0,), pick.space))
+    warm = compile_mm(generated)
+    assert diode_backend.stats()["counters"] == {f"{decision}_decision_hits": 1}
+    up_to_winner = tiles.index(pick.winner) + 1
+    assert generated == {"ktcs": up_to_winner, "converted": up_to_winner} and up_to_winner < len(tiles)
+    assert warm == cold  # the same kernel
+
+
+class RebuildingChoices(InductorChoices):
+    """A user's choices class that builds its groups' KernelTemplateChoices itself (as Inductor's
+    LookupTableChoices does for the configs its table names) instead of taking the generators."""
+
+    def _finalize_template_configs(self, template_choices, kernel_inputs, templates, op_name, kwarg_overrides=None):
+        overrides = kwarg_overrides or {}
+        return [ktc for t in templates for ktc in self.get_ktc(kernel_inputs, t, op_name, overrides.get(t.uid, {}))]
+
+    def uuid(self):
+        return "rebuilding-choices"
+
+
+def test_the_winner_is_found_among_choices_a_users_class_built_itself(middle_tile, generated, monkeypatch):
+    cold = compile_mm(generated)
+    (pick,) = predicted.stored_decisions()
+    refresh_choices_handler()
+    monkeypatch.setitem(SURE, "inductor_choices_class", diode_backend.with_diode(RebuildingChoices))
+    try:
+        warm = compile_mm(generated)
+    finally:
+        refresh_choices_handler()
+    assert diode_backend.stats()["counters"] == {"predicted_decision_hits": 1}
+    assert generated["converted"] == len([c for c in middle_tile.shown if c.template == pick.winner.template])
+    assert warm == cold
