@@ -178,6 +178,27 @@ def test_the_precision_plan_trains_only_on_new_fp32_linear_around_the_bias_step_
     assert {("m",), ("n",), ("k",), ("m", "n", "k")} <= misses
 
 
+def test_the_regions_plan_trains_only_on_new_problems_in_the_regions_where_the_single_pick_was_worst():
+    """benchmarks/h100_regions_plan.py's list: every problem in one of its streams' regions (16-bit
+    prefill Linear, TF32 Linear, K <= 512 with M >= 1024, N <= 16, float32 attention bmm), every
+    stream present, float32 bmm among them at q of 2..16."""
+    problems = _a_new_training_plan("zoo-regions-train.json")
+    assert len(problems) >= 1000
+    linear = [p for p in problems if p.op in ("mm", "addmm")]
+    regions = {
+        "prefill": [p for p in linear if p.dtype != "float32" and (p.a_layout, p.b_layout) == ("row", "col")
+                    and 256 <= p.m <= 8192 and 1024 <= p.n <= 16384 and 512 <= p.k <= 16384],
+        "tf32": [p for p in linear if p.dtype == "float32" and p.allow_tf32 and 64 <= p.m <= 8192 and 64 <= p.n <= 4096 and 64 <= p.k <= 4096],
+        "short-k": [p for p in linear if 1024 <= p.m <= 16384 and 32 <= p.n <= 4096 and 16 <= p.k <= 512],
+        "narrow": [p for p in linear if p.n <= 16 and p.m <= 4096 and 256 <= p.k <= 8192],
+        "attention": [p for p in problems if p.op in ("bmm", "baddbmm") and p.dtype == "float32"],
+    }
+    assert set().union(*regions.values()) == set(problems)
+    assert all(len(region) >= 100 for region in regions.values())
+    assert sum(2 <= p.m <= 16 for p in regions["attention"]) >= 100
+    assert {p.dtype for p in regions["short-k"]} == {"float16", "bfloat16", "float32"}
+
+
 #: Lists of problems already timed, to time again (benchmarks/h100_tf32_plan.py): not new problems.
 RETIMING_LISTS = ("zoo-tf32-train.json", "zoo-tf32-validation.json")
 
