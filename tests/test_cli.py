@@ -420,3 +420,32 @@ def test_train_fits_a_logistic_confidence_when_asked(capsys, tmp_path):
     with pytest.raises(SystemExit):
         run(capsys, "train", str(data), "-o", str(tmp_path / "other"), "--confidence", "isotonic")
     assert "--confidence: invalid choice: 'isotonic'" in capsys.readouterr().err
+
+
+def test_train_writes_the_candidate_kinds_its_model_learnt_into_the_manifest(capsys, tmp_path):
+    """A kind timed in the training problems is one the model learnt (decompose-k here); one
+    timed only in validation problems, or in a training problem too small to learn from
+    (persistent TMA), is not, and the model leaves it unscored."""
+    from dataclasses import replace
+
+    from synthetic_timings import H100, synthetic_problems
+
+    from diode_backend.model.entries import manifest_entry
+    from diode_backend.offline.dataset import DatasetMeta, write_shard
+
+    split_k = KernelConfig("decompose_k", "decompose_k", block_k=32)
+    tma = KernelConfig("mm_persistent_tma", "triton::mm_persistent_tma", 128, 128, 64, 3, 8, 8)
+
+    def timing(problem, config, time):
+        return replace(problem, configs=problem.configs + (config,), times_us=problem.times_us + (time,))
+
+    train = [timing(p, split_k, 50.0) if i % 2 else p for i, p in enumerate(synthetic_problems(24))]
+    validation = [timing(p, tma, 40.0) for p in synthetic_problems(4, "validation")]
+    too_small = replace(train[0], configs=(tma,), times_us=(30.0,))
+    write_shard(tmp_path / "data" / "part-000.msgpack", DatasetMeta(H100, {}), train + validation + [too_small])
+    code, _, err = run(capsys, "train", str(tmp_path / "data"), "-o", str(tmp_path / "model"), *QUICK_TRAIN)
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "model" / "manifest.json").read_text())
+    assert manifest["kinds"] == ["aten", "decompose_k", "triton"]
+    prediction = manifest_entry(tmp_path / "model").load().predict(validation[0].problem, validation[0].configs, H100)
+    assert [math.isnan(t) for t in prediction.times_us] == [c == tma for c in validation[0].configs]

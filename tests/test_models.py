@@ -86,6 +86,8 @@ def test_manifest_matches_device_names_by_substring(tmp_path, h100):
         (lambda d: d.update(format_version=2), "format_version 2"),
         (lambda d: d.update(format="something-else"), "not a diode model manifest"),
         (lambda d: d.update(name="a/b"), "contain no '/'"),
+        (lambda d: d.update(kinds="aten"), "'kinds' must be a list of strings"),
+        (lambda d: d.update(kinds=[]), "'kinds' must name a kind; leave it out for every kind"),
     ],
 )
 def test_bad_manifest_is_refused_naming_the_file(tmp_path, damage, message):
@@ -163,6 +165,50 @@ def test_confidence_is_the_calibrated_agreement_of_the_members(tmp_path, h100, s
     # abs=1e-5: the library works in float32, the reference in float64
     assert scorer.predict(PROBLEM, CONFIGS, h100).confidence == pytest.approx(expected, abs=1e-5)
     assert raw_scorer.predict(PROBLEM, CONFIGS, h100).confidence == pytest.approx(raw, abs=1e-5)  # no calibration: raw
+
+
+#: kinds no dataset of the tests times: Inductor's decompose-k (one candidate per K split) and
+#: persistent-TMA templates
+OTHER_KINDS = [KernelConfig("decompose_k", "decompose_k", block_k=16), KernelConfig("decompose_k", "decompose_k", block_k=32),
+               KernelConfig("mm_persistent_tma", "triton::mm_persistent_tma", 128, 128, 64, 3, 8, 8)]  # fmt: skip
+
+
+def test_candidates_of_kinds_the_manifest_does_not_name_are_not_scored(tmp_path, h100):
+    """A manifest's ``kinds`` are the only kinds its model scores: the others get NaN, and the
+    scored ones the times and the confidence they get without them."""
+    folder = write_model_folder(tmp_path / "m", "aten-triton", kinds=("aten", "triton"))
+    entry = manifest_entry(folder)
+    scorer = entry.load()
+    mixed = OTHER_KINDS[:1] + CONFIGS[:5] + OTHER_KINDS[1:] + CONFIGS[5:]
+    prediction = scorer.predict(PROBLEM, mixed, h100)
+    alone = scorer.predict(PROBLEM, CONFIGS, h100)
+    assert [math.isnan(t) for t in prediction.times_us] == [c in OTHER_KINDS for c in mixed]
+    assert [t for t in prediction.times_us if not math.isnan(t)] == list(alone.times_us)
+    assert prediction.confidence == alone.confidence is not None
+    nothing = scorer.predict(PROBLEM, OTHER_KINDS, h100)
+    assert all(math.isnan(t) for t in nothing.times_us) and nothing.confidence is None
+    # the kinds change what it predicts: cached predictions of the model without them must not answer
+    assert scorer.identity == entry.identity == learned_identity(read_manifest(folder).sha256, ("triton", "aten"))
+    assert entry.identity != learned_identity(read_manifest(folder).sha256)
+
+
+def test_a_manifest_without_kinds_scores_every_kind_and_is_written_back_without_them(tmp_path, h100):
+    """Manifests written before the field (plugins' models among them) keep scoring everything."""
+    folder = write_model_folder(tmp_path / "m", "every-kind")
+    manifest = read_manifest(folder)
+    assert manifest.kinds == () and "kinds" not in json.loads((folder / "manifest.json").read_text())
+    prediction = manifest_entry(folder).load().predict(PROBLEM, OTHER_KINDS + CONFIGS, h100)
+    assert all(math.isfinite(t) for t in prediction.times_us)
+
+
+def test_the_shipped_model_scores_no_kind_its_training_data_lacks():
+    """A subset: the dataset may gain a kind before the model is retrained on it."""
+    from diode_backend.offline.dataset import load_dataset
+
+    manifest = read_manifest(SHIPPED_MODELS / "nvidia-h100-gemm")
+    dataset = load_dataset(REPO / "trained_models" / "data" / "h100" / "dataset")
+    assert manifest.kinds == ("aten", "triton")
+    assert set(manifest.kinds) <= {c.kind for p in dataset.split("train") for c in p.configs}
 
 
 def test_problems_the_model_was_not_trained_for_are_not_scored(tmp_path, h100):

@@ -60,7 +60,7 @@ def manifest_entry(folder: str | os.PathLike[str], source: str = "") -> ModelEnt
         applies_to=manifest.applies_to,
         priority=manifest.priority,
         description=_describe(manifest),
-        identity=learned_identity(manifest.sha256),
+        identity=learned_identity(manifest.sha256, manifest.kinds),
         validated_regret=_validated_regret(manifest),
         path=str(model_file),
         source=source or str(folder),
@@ -152,8 +152,9 @@ def _load_with_manifest(manifest: ModelManifest, model_file: Path) -> GemmScorer
     from .learned import LearnedScorer
 
     scorer = LearnedScorer.load(
-        model_file, name=manifest.name, expected_sha256=manifest.sha256, ops=manifest.ops, dtypes=manifest.dtypes
-    )
+        model_file, name=manifest.name, expected_sha256=manifest.sha256,
+        ops=manifest.ops, dtypes=manifest.dtypes, kinds=manifest.kinds,
+    )  # fmt: skip
     checkpoint = scorer.checkpoint
     if (checkpoint.feature_schema, checkpoint.feature_version) != (manifest.feature_schema, manifest.feature_version):
         raise ModelLoadError(

@@ -27,7 +27,9 @@ class LearnedScorer:
     checkpoint's calibration applied to the members' agreement times the problem's familiarity
     (see :mod:`diode_backend.model.calibration` and :mod:`diode_backend.model.novelty`), or, where
     the checkpoint has one, its hit model's probability (:mod:`diode_backend.model.hit_model`).
-    Problems outside ``ops``/``dtypes`` (when given) get no scores, so DIODE falls back for them.
+    Problems outside ``ops``/``dtypes`` (when given) get no scores, so DIODE falls back for them;
+    candidates of a kind outside ``kinds`` (when given: the kinds the model learnt runtimes of)
+    get none either (NaN), and the confidence is about the scored candidates alone.
     """
 
     def __init__(
@@ -37,15 +39,17 @@ class LearnedScorer:
         name: str = "",
         ops: Sequence[str] = (),
         dtypes: Sequence[str] = (),
+        kinds: Sequence[str] = (),
     ) -> None:
         self.checkpoint = checkpoint
         self.model = checkpoint.model
         self.network = FrozenTimingModel(checkpoint.model)  # what predict runs
         self.extractor = extractor
         self.name = name or str(checkpoint.path)
-        self.identity = learned_identity(checkpoint.sha256)
         self.ops = tuple(ops)
         self.dtypes = tuple(dtypes)
+        self.kinds = tuple(kinds)
+        self.identity = learned_identity(checkpoint.sha256, self.kinds)
 
     @classmethod
     def load(
@@ -56,20 +60,35 @@ class LearnedScorer:
         expected_sha256: str = "",
         ops: Sequence[str] = (),
         dtypes: Sequence[str] = (),
+        kinds: Sequence[str] = (),
     ) -> LearnedScorer:
         """Load a checkpoint and pair it with the registered feature extractor it was trained
         with. Raises :class:`~diode_backend.model.checkpoint.ModelLoadError` naming the file
         when the file, its checksum or its feature schema does not fit."""
         checkpoint = load_checkpoint(path, expected_sha256)
-        return cls(checkpoint, feature_extractor_for(checkpoint), name=name, ops=ops, dtypes=dtypes)
+        return cls(checkpoint, feature_extractor_for(checkpoint), name=name, ops=ops, dtypes=dtypes, kinds=kinds)
 
     def predict(
         self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo
     ) -> Prediction:
         if not configs:
             return Prediction(times_us=(), confidence=None)
+        unscored = Prediction(times_us=(math.nan,) * len(configs), confidence=None)
         if (self.ops and problem.op not in self.ops) or (self.dtypes and problem.dtype not in self.dtypes):
-            return Prediction(times_us=(math.nan,) * len(configs), confidence=None)
+            return unscored
+        scored = [i for i, config in enumerate(configs) if not self.kinds or config.kind in self.kinds]
+        if len(scored) == len(configs):
+            return self._predict(problem, configs, hardware)
+        if not scored:
+            return unscored
+        prediction = self._predict(problem, [configs[i] for i in scored], hardware)
+        times_us = list(unscored.times_us)
+        for index, time in zip(scored, prediction.times_us):
+            times_us[index] = time
+        return Prediction(times_us=tuple(times_us), confidence=prediction.confidence)
+
+    def _predict(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> Prediction:
+        """Score every one of ``configs``."""
         features = self.extractor.extract(problem, configs, hardware)
         with torch.inference_mode():
             log_times = self.network(features)  # [E, n], log microseconds
@@ -88,10 +107,12 @@ class LearnedScorer:
         return Prediction(times_us=tuple(times.tolist()), confidence=confidence)
 
 
-def learned_identity(sha256: str) -> str:
-    """The scorer identity of a checkpoint with this file checksum (known from a manifest
-    without loading the file)."""
-    return f"learned:{sha256}"
+def learned_identity(sha256: str, kinds: Sequence[str] = ()) -> str:
+    """The scorer identity of a checkpoint with this file checksum scoring these candidate
+    ``kinds`` (empty: every kind), known from a manifest without loading the file. The kinds
+    change what it predicts (NaN for the others), so cached predictions and decisions keyed by
+    the identity must not outlive them."""
+    return f"learned:{sha256}" + (f":kinds={','.join(sorted(kinds))}" if kinds else "")
 
 
 def feature_extractor_for(checkpoint: Checkpoint) -> FeatureExtractor:

@@ -5,13 +5,16 @@ A model folder holds ``manifest.json`` and the checkpoint it names (``model.pt``
     {"format": "diode-model-manifest", "format_version": 1,
      "name": "nvidia-h100-gemm", "purpose": "gemm-runtime", "version": "1.0.0",
      "description": "...", "hardware": ["H100"], "ops": ["mm", "addmm", "bmm", "baddbmm"],
-     "dtypes": ["float16", "bfloat16", "float32"],
+     "dtypes": ["float16", "bfloat16", "float32"], "kinds": ["aten", "triton"],
      "feature_schema": "gemm", "feature_version": 2,
      "training_data_digest": "sha256:...", "metrics": {"top1_regret_geomean": 1.02, ...},
      "file": "model.pt", "sha256": "...", "priority": 0}
 
 ``hardware`` holds substrings of device names (as ``torch.cuda.get_device_properties().name``
 reports them), matched case-insensitively; an empty list means "only when chosen by name".
+``kinds`` holds the candidate kinds (:attr:`~diode_backend.problem.KernelConfig.kind`) the model
+learnt runtimes of, the only ones it scores; a manifest without it (as written before the field
+existed) scores every kind.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class ModelManifest:
     hardware: tuple[str, ...]
     ops: tuple[str, ...]
     dtypes: tuple[str, ...]
+    #: the candidate kinds it scores; empty: every kind (a manifest without the field)
+    kinds: tuple[str, ...] = field(default=(), kw_only=True)
     feature_schema: str
     feature_version: int
     training_data_digest: str
@@ -63,8 +68,10 @@ class ModelManifest:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("hardware", "ops", "dtypes"):
+        for key in ("hardware", "ops", "dtypes", "kinds"):
             data[key] = list(data[key])
+        if not self.kinds:  # every kind: left out, as before the field existed (reading refuses an empty list)
+            del data["kinds"]
         return {"format": MANIFEST_FORMAT, "format_version": MANIFEST_FORMAT_VERSION, **data}
 
     @classmethod
@@ -91,6 +98,8 @@ class ModelManifest:
             elif not isinstance(value, kind) or isinstance(value, bool):
                 raise ModelLoadError(f"{source}: manifest field {name!r} must be a {kind.__name__}")
             kwargs[name] = value
+        if "kinds" in kwargs and not kwargs["kinds"]:
+            raise ModelLoadError(f"{source}: manifest field 'kinds' must name a kind; leave it out for every kind")
         if "/" in kwargs["name"] or not kwargs["name"]:
             raise ModelLoadError(f"{source}: manifest name {kwargs['name']!r} must be non-empty and contain no '/'")
         if "file" in kwargs and not _inside_folder(kwargs["file"]):
@@ -102,11 +111,11 @@ class ModelManifest:
 
 
 _FIELD_TYPES: dict[str, type] = {
-    "name": str, "purpose": str, "version": str, "hardware": tuple, "ops": tuple, "dtypes": tuple,
+    "name": str, "purpose": str, "version": str, "hardware": tuple, "ops": tuple, "dtypes": tuple, "kinds": tuple,
     "feature_schema": str, "feature_version": int, "training_data_digest": str, "sha256": str,
     "file": str, "description": str, "metrics": dict, "priority": int,
 }  # fmt: skip
-_OPTIONAL = {"file", "description", "metrics", "priority"}
+_OPTIONAL = {"kinds", "file", "description", "metrics", "priority"}
 
 
 def _inside_folder(name: str) -> bool:

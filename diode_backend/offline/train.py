@@ -410,7 +410,9 @@ def write_model_manifest(
     metrics: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``folder/manifest.json`` for the ``folder/model.pt`` that :func:`train` wrote: ops
-    and dtypes from ``problems``, schema and data digest from the checkpoint, its checksum."""
+    and dtypes from ``problems``, and the candidate kinds it learnt runtimes of (those timed in
+    the problems :func:`usable` keeps), the only ones DIODE lets it score; schema and data digest
+    from the checkpoint, its checksum."""
     from ..problem import SUPPORTED_DTYPES, SUPPORTED_OPS
     from ..model.checkpoint import file_sha256
     from ..model.manifest import ModelManifest, write_manifest
@@ -419,6 +421,7 @@ def write_model_manifest(
     checkpoint = torch.load(folder / "model.pt", weights_only=True, map_location="cpu")
     ops = {p.problem.op for p in problems}
     dtypes = {p.problem.dtype for p in problems}
+    kinds = {config.kind for p in usable(problems) for config in p.configs}
     manifest = ModelManifest(
         name=name,
         purpose="gemm-runtime",
@@ -426,6 +429,7 @@ def write_model_manifest(
         hardware=tuple(hardware_match),
         ops=tuple(op for op in SUPPORTED_OPS if op in ops),
         dtypes=tuple(dtype for dtype in SUPPORTED_DTYPES if dtype in dtypes),
+        kinds=tuple(sorted(kinds)),
         feature_schema=checkpoint["feature_schema"],
         feature_version=checkpoint["feature_version"],
         training_data_digest=f"sha256:{checkpoint['training']['data_digest']}",

@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "trained_models/, on DIODE_MODELS_PATH, or registered by plugins. For each: where it "
         "comes from, whether it applies to the hardware, whether it would be picked (the "
         "TORCHINDUCTOR_DIODE_MODEL environment variable is honoured), and its manifest (version, "
-        "hardware, ops, dtypes, feature schema, validation metrics); then why the picked one "
+        "hardware, ops, dtypes, candidate kinds, feature schema, validation metrics); then why the picked one "
         "was picked. Among the models that apply, the highest priority wins; at equal "
         "priority, the lowest validated top-1 regret (a model without validation figures last).",
     )
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"      hardware {', '.join(manifest['hardware']) or '(by name only)'}; "
                 f"ops {', '.join(manifest['ops'])}; dtypes {', '.join(manifest['dtypes'])}; "
-                f"features {manifest['feature_schema']} v{manifest['feature_version']}"
+                + (f"kinds {', '.join(manifest['kinds'])}; " if "kinds" in manifest else "")
+                + f"features {manifest['feature_schema']} v{manifest['feature_version']}"
             )
             if manifest["metrics"]:
                 metrics = ", ".join(f"{k} {_number(v)}" for k, v in manifest["metrics"].items())
