@@ -16,7 +16,7 @@ FALLBACK_REASONS = (
     "no_model",  # no scorer applies to this hardware
     "unsupported_op",  # not mm/addmm/bmm/baddbmm
     "unsupported_dtype",  # not fp16/bf16/fp32
-    "no_scored_candidates",  # the scorer could score none of the candidates
+    "no_scored_candidates",  # the scorer could score none of the op's candidates, in any group
     "low_confidence",  # fast_autotune asked for one pick but confidence was under the threshold
     "internal_error",  # DIODE raised; Inductor's own behaviour was used
     "choices_class_override",  # the user's inductor_choices_class does not include DIODE

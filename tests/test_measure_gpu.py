@@ -139,13 +139,17 @@ _DECOMPOSE_K = textwrap.dedent(
 
 
 def test_diode_measures_decompose_k_and_a_second_process_reuses_the_decision(tmp_path):
+    """The shipped model scores the ATen call alone (its manifest's kinds are aten and triton):
+    decompose-k's splits are unscored candidates, measured beside it, never an op-wide fallback."""
     first, second = (_compile_in_new_process(tmp_path, run, 1.0, script=_DECOMPOSE_K) for run in "ab")
-    # DIODE timed the set itself, decompose-k's subgraph choices among them: no 'not_measurable'
+    # DIODE timed the set itself, decompose-k's subgraph choices among them: no 'not_measurable',
+    # no 'no_scored_candidates'
     assert first["fallbacks"] == {"low_confidence": 1} and first["errors"] == {} and first["benchmarked"] == []
     assert first["counters"]["measured_decisions"] == 1 and first["counters"].get("measured_decision_hits", 0) == 0
     (decision,) = first["measured"]
     decompose_k = [t for kind, t in decision if kind == "decompose_k"]
     assert decompose_k and all(math.isfinite(t) for t in decompose_k), decision
+    assert "aten" in [kind for kind, _ in decision], decision
     assert second["counters"]["measured_decision_hits"] == 1 and second["counters"].get("measured_decisions", 0) == 0
     assert second["fallbacks"] == {} and second["errors"] == {} and second["benchmarked"] == []
 

@@ -4,11 +4,13 @@ template groups for addmm): which choices Inductor benchmarks.
 It ranks the choices step 1 (:mod:`.group_configs`) kept and marked, all groups together, and
 keeps one, or measures the set worth measuring itself (:mod:`.measure`) and keeps the fastest:
 Inductor then benchmarks nothing. Choices DIODE never saw (CPP, CUTLASS, ...) pass through (and
-are measured with the rest). The winner of a decision stored before (measured, or predicted and
-kept alone) is kept alone at once; a pick kept alone on the model's word is stored as a
-predicted decision. When DIODE cannot measure (a choice it cannot launch) or every candidate
-fails, Inductor benchmarks the set itself. Each op is counted once in the stats and logged in
-one line at INFO on ``diode_backend``, here.
+are measured with the rest). Those the scorer left unscored, whole groups of a template the model
+never learnt (such as decompose-k) among them, are ranked last: never kept alone, measured with
+the rest; only an op none of whose candidates was scored falls back, as step 1 marked it. The
+winner of a decision stored before (measured, or predicted and kept alone) is kept alone at once;
+a pick kept alone on the model's word is stored as a predicted decision. When DIODE cannot
+measure (a choice it cannot launch) or every candidate fails, Inductor benchmarks the set itself.
+Each op is counted once in the stats and logged in one line at INFO on ``diode_backend``, here.
 
 torch 2.13 has ``AlgorithmSelectorCache.add_preprocessing_fn`` for this, torch 2.11 does not;
 wrapping ``AlgorithmSelectorCache.__call__`` works on both, so it is the one mechanism used.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import ModuleType
@@ -90,10 +93,7 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
     marks = [_mark_of(choice) for choice in choices]
     fallback = next((m for m in marks if isinstance(m, FallbackMark)), None)
     if fallback is not None:
-        counters.record_fallback(fallback.reason)
-        what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {_count(len(choices))}"
-        log.info("%s: not ranked by DIODE (%s): %s", fallback.problem, fallback.reason, what)
-        return list(choices)
+        return _not_ranked(choices, fallback)
     known = next((i for i, mark in enumerate(marks) if isinstance(mark, DecidedMark)), None)
     if known is not None:
         return [_decided_before(choices[known], marks[known], len(choices))]
@@ -103,6 +103,9 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
     candidate_marks: list[CandidateMark] = [marks[i] for i in marked]
     context = candidate_marks[0].context
     ranking = _union_ranking(candidate_marks)
+    unscored_group = next((m.fallback for m in candidate_marks if m.fallback is not None), None)
+    if not ranking.order and unscored_group is not None:  # no group of the op was scored
+        return _not_ranked(choices, unscored_group)
     selection = select_candidates(ranking, context.options, [m.config.kind for m in candidate_marks])
     if selection.fallback:
         counters.record_fallback(selection.fallback)
@@ -130,6 +133,14 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
     if measurement is not None and measurement.winner is not None:
         return [kept[measurement.winner]]
     return kept
+
+
+def _not_ranked(choices: Sequence[Any], fallback: FallbackMark) -> list[Any]:
+    """DIODE did not rank the op: every choice step 1 kept goes to Inductor, counted and logged."""
+    counters.record_fallback(fallback.reason)
+    what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {_count(len(choices))}"
+    log.info("%s: not ranked by DIODE (%s): %s", fallback.problem, fallback.reason, what)
+    return list(choices)
 
 
 def _decided_before(choice: Any, mark: DecidedMark, candidates: int) -> Any:
@@ -204,6 +215,9 @@ def _decision_line(
     if fallback == "low_confidence":
         sure += f", under the threshold {context.options.diode_confidence_threshold:g}"
     source = "from the prediction cache" if all(m.from_cache for m in marks) else "predicted"
+    unscored = sum(math.isnan(m.time_us) for m in marks)
+    if unscored:  # candidates the model knows nothing of: never kept alone, measured when DIODE measures
+        source += f"; {unscored} unscored"
     if len(kept) == 1:
         what = f"{best.config.describe()} alone of {_count(candidates)}, nothing benchmarked"
     elif measurement is not None and measurement.winner is not None:
@@ -224,16 +238,19 @@ def _count(candidates: int) -> str:
 
 
 def _union_ranking(marks: list[CandidateMark]) -> Ranking:
+    """The op's kept candidates of every group ranked together (NaN times: unscored), with the
+    confidence of the predicted best among the scored ones."""
     ranking = Ranking.of(Prediction(tuple(m.time_us for m in marks)))
     if not ranking.order:
         return ranking
     best = marks[ranking.order[0]]
-    if len({m.group for m in marks}) == 1:
+    scored = [marks[i] for i in sorted(ranking.order)]
+    if len({m.group for m in scored}) == 1:  # the unscored say nothing about the pick
         confidence = best.group_confidence
     else:
         # The pick was best in its group; how sure is the scorer it also beats the other winners?
         context = best.context
-        union = rank_candidates(context.scorer, context.problem, [m.config for m in marks], context.hardware)
+        union = rank_candidates(context.scorer, context.problem, [m.config for m in scored], context.hardware)
         confidence = combined_confidence(best.group_confidence, union.confidence)
     return replace(ranking, confidence=confidence)
 

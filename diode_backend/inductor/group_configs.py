@@ -3,8 +3,10 @@ one group of template choices Inductor goes on to generate code for.
 
 It runs once per group, before any kernel source exists: it scores every candidate, keeps the
 group's best (top-1 when confident, else the set worth measuring) and marks each kept choice with a
-:class:`CandidateMark` for step 2 (:mod:`.benchmarked_choices`); a group DIODE cannot rank gets
-a :class:`FallbackMark` instead. A group holding the kernel of a stored decision for this GEMM
+:class:`CandidateMark` for step 2 (:mod:`.benchmarked_choices`). A group with no scored candidate
+keeps what a fallback keeps, each choice a :class:`CandidateMark` of unknown (NaN) time carrying
+its :class:`FallbackMark`; the choices of an op DIODE cannot rank (no model, an unsupported op,
+...) get a :class:`FallbackMark` alone. A group holding the kernel of a stored decision for this GEMM
 (DIODE measured it fastest, or kept it alone on its model's word, before) keeps that kernel alone
 (:class:`DecidedMark`), unscored: a :class:`WinnerSearch` finds it as Inductor generates the group
 and stops the generator there. Other groups are ranked as usual (from the prediction cache when
@@ -18,7 +20,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..policy import rank_candidates, select_candidates
+from ..policy import Ranking, rank_candidates, select_candidates
 from ..problem import KIND_TRITON, KernelConfig
 from .context import GemmContext, contained
 from .convert import config_from_choice
@@ -29,7 +31,9 @@ _group_ids = itertools.count()
 
 @dataclass(frozen=True)
 class CandidateMark:
-    """What step 1 learned about a kept choice."""
+    """What step 1 learned about a kept choice: its predicted time (NaN: unscored), its group's
+    size and confidence. ``fallback`` is set on the choices of a group the scorer scored none of:
+    what the op falls back as when no other group of it was scored either."""
 
     context: GemmContext
     config: KernelConfig
@@ -38,6 +42,7 @@ class CandidateMark:
     group_size: int
     group_confidence: float | None
     from_cache: bool
+    fallback: FallbackMark | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ def keep_group_configs(ktcs: list[Any], context: GemmContext, search: WinnerSear
         return [_decided(ktcs[winner], configs[winner], context)]
     ranking = rank_candidates(context.scorer, context.problem, configs, context.hardware)
     if not ranking.order:
-        return _fall_back(ktcs, "no_scored_candidates", context, configs)
+        return _unscored(ktcs, configs, ranking, context)
     selection = select_candidates(ranking, context.options, [c.kind for c in configs])
     group = next(_group_ids)
     kept = []
@@ -162,3 +167,21 @@ def _autotune_set(ktcs: list[Any], configs: list[KernelConfig], context: GemmCon
 
     default = set(triton_candidates(context.problem, context.hardware, "DEFAULT"))
     return [ktc for ktc, config in zip(ktcs, configs) if config.kind != KIND_TRITON or config in default]
+
+
+def _unscored(ktcs: list[Any], configs: list[KernelConfig], ranking: Ranking, context: GemmContext) -> list[Any]:
+    """A group the scorer scored none of (a template the model never learnt, such as decompose-k)
+    keeps what :func:`_fall_back` keeps, each choice an unscored candidate (NaN time) carrying its
+    :class:`FallbackMark`. The group cannot tell whether another group of the op was scored; step 2
+    can: it ranks these with the scored ones (measured, never picked alone), or, when no group of
+    the op was scored, falls back as the marks say."""
+    kept = _fall_back(ktcs, "no_scored_candidates", context, configs)
+    index = {id(ktc): i for i, ktc in enumerate(ktcs)}
+    group = next(_group_ids)
+    for ktc in kept:
+        i = index[id(ktc)]
+        fallback = ktc.annotations[MARK]
+        ktc.annotations[MARK] = CandidateMark(
+            context, configs[i], ranking.times_us[i], group, len(ktcs), ranking.confidence, ranking.from_cache, fallback
+        )
+    return kept

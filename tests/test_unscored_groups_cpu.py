@@ -1,0 +1,143 @@
+"""An op with a template group its model scores none of, in real torch.compile on the CPU.
+
+With ``cpu_backend="triton"`` a biased addmm asks Inductor for two groups of choices: its ATen
+calls (``addmm``, ``bias_addmm``), then its Triton template's tiles. The model here is a real
+model folder whose manifest names the ``aten`` kind alone, so the Triton group has no scored
+candidate, as the shipped H100 model's (``aten``, ``triton``) leaves Inductor's decompose-k
+unscored. Such a group joins the op's ranking unscored: never kept alone, measured with the rest
+when DIODE measures. Only when no group of the op is scored does the op fall back as a whole.
+
+No Triton CPU backend is installed, so Triton kernels are generated, not compiled, and DIODE's
+measurement, which would run them, is replaced by one that records what it was given.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+
+import pytest
+import torch
+import torch.utils._triton
+from torch._inductor import config
+from torch._inductor.utils import get_code
+
+import diode_backend
+from diode_backend import measured, predicted, registry
+from diode_backend.inductor import benchmarked_choices
+from diode_backend.inductor.group_configs import MARK
+from diode_backend.inductor.measure import Measurement
+from diode_backend.model.entries import manifest_entry
+from diode_backend.problem import KIND_ATEN, KIND_TRITON, KernelConfig
+from test_compile_cpu import DIODE, biased_addmm, biased_inputs
+
+from model_files import write_model_folder
+
+TRITON_ON_CPU = {**DIODE, "fast_autotune": True, "cpu_backend": "triton"}
+
+
+@pytest.fixture(autouse=True)
+def triton_sources(isolated_caches, monkeypatch):
+    """Triton kernel sources generated without a Triton driver, in this test's caches."""
+    monkeypatch.setattr(torch.utils._triton, "triton_hash_with_backend", lambda: "no-triton-backend-here")
+
+
+@pytest.fixture
+def aten_model(tmp_path):
+    """A model folder whose manifest says it learnt ATen kernels alone; its path is the value."""
+    return str(write_model_folder(tmp_path / "aten-only", "aten-only", hardware=(), kinds=("aten",)))
+
+
+@pytest.fixture
+def measuring(monkeypatch):
+    """DIODE's measurement replaced: the marks of the choices it is given are recorded (one list
+    per measurement), the first Triton tile is timed fastest (5 us), the ATen calls at 10 and
+    12 us, the other tiles as failed."""
+    given: list[list] = []
+
+    def measure(choices, *call):
+        marks = [c.annotations[MARK] for c in choices]
+        given.append(marks)
+        tiles = [i for i, m in enumerate(marks) if m.config.kind == KIND_TRITON]
+        atens = iter((10.0, 12.0))
+        return Measurement(tuple(
+            next(atens) if m.config.kind == KIND_ATEN else 5.0 if i == tiles[0] else math.inf for i, m in enumerate(marks)
+        ))  # fmt: skip
+
+    monkeypatch.setattr(benchmarked_choices, "measure_choices", measure)
+    return given
+
+
+def compile_addmm(**options) -> str:
+    """A new process's compile of the biased addmm: the generated code."""
+    registry.clear()
+    torch._dynamo.reset()
+    with config.patch(**TRITON_ON_CPU, **options):
+        (code, *_) = get_code(torch.compile(biased_addmm), *biased_inputs())
+    return code
+
+
+def triton_kernels(code: str) -> list[str]:
+    return re.findall(r"async_compile\.triton\('\w+', '{3}(.*?)'{3}", code, re.DOTALL)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"diode_confidence_threshold": 0.0}, {"diode_confidence_threshold": 1.0, "diode_fallback_to_autotune": False}],
+    ids=["confident", "no-fallback"],
+)
+def test_the_single_pick_is_the_scored_best_never_an_unscored_candidate(aten_model, measuring, benchmarked, options):
+    code = compile_addmm(diode_model=aten_model, **options)
+    stats = diode_backend.stats()
+    assert stats["fallbacks"] == {} and stats["errors"] == {}  # not a no_scored_candidates fallback
+    assert stats["single_pick"] == 1 and stats["picks_by_kind"] == {"aten": 1}
+    assert stats["candidates_seen"] > 2  # the Triton group's tiles were candidates
+    assert benchmarked == [] and measuring == [] and triton_kernels(code) == []
+    (pick,) = predicted.stored_decisions()
+    aten = [KernelConfig(KIND_ATEN, "aten::addmm"), KernelConfig(KIND_ATEN, "aten::bias_addmm")]
+    times = manifest_entry(aten_model).load().predict(pick.problem, aten, pick.hardware).times_us
+    assert pick.winner == aten[times.index(min(times))]  # the predicted best of the scored candidates
+    assert f"extern_kernels.{pick.winner.template.removeprefix('aten::')}(" in code
+
+
+def test_a_measuring_selection_includes_the_unscored_and_remembers_an_unscored_winner(
+    aten_model, measuring, benchmarked, caplog
+):
+    with caplog.at_level(logging.INFO, logger="diode_backend"):
+        code = compile_addmm(diode_model=aten_model, diode_confidence_threshold=1.0)
+    ((*given,),) = measuring
+    kinds = [m.config.kind for m in given]
+    assert kinds.count("aten") == 2 and kinds.count("triton") > 1  # both ATen calls and the tiles
+    assert all(math.isnan(m.time_us) for m in given if m.config.kind == "triton")
+    (line,) = [r.getMessage() for r in caplog.records if "DIODE measured" in r.getMessage()]
+    assert line.endswith(f"predicted; {kinds.count('triton')} unscored)"), line
+    stats = diode_backend.stats()
+    assert stats["fallbacks"] == {"low_confidence": 1} and stats["errors"] == {} and benchmarked == []
+    assert stats["counters"]["measured_decisions"] == 1 and stats["picks_by_kind"] == {"triton": 1}
+    (decision,) = measured.stored_decisions()
+    # the confidence is the ATen group's: the unscored group says nothing about the pick
+    aten = [m.config for m in given if m.config.kind == "aten"]
+    confidence = manifest_entry(aten_model).load().predict(decision.problem, aten, decision.hardware).confidence
+    assert stats["mean_confidence"] == pytest.approx(confidence) and 0 < confidence < 1
+    tile = next(m.config for m in given if m.config.kind == "triton")
+    assert decision.winner == tile and len(decision.configs) == len(given)  # the unscored winner, remembered
+    (kernel,) = triton_kernels(code)
+    assert f"BLOCK_M : tl.constexpr = {tile.block_m}" in kernel
+    # a later compile takes it, measuring nothing (the ATen group, asked for first, is ranked
+    # from the prediction cache, then dropped)
+    diode_backend.reset_stats()
+    warm = compile_addmm(diode_model=aten_model, diode_confidence_threshold=1.0)
+    counters = diode_backend.stats()["counters"]
+    assert counters["measured_decision_hits"] == 1 and "measured_decisions" not in counters
+    assert len(measuring) == 1 and triton_kernels(warm) == [kernel] and benchmarked == []
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_with_no_group_scored_the_op_still_falls_back_as_a_whole(blind_scorer, measuring, benchmarked, fallback):
+    compile_addmm(diode_model=blind_scorer, diode_fallback_to_autotune=fallback)
+    stats = diode_backend.stats()
+    assert stats["fallbacks"] == {"no_scored_candidates": 1} and stats["decisions"] == 0 and measuring == []
+    # Inductor benchmarked what step 1 kept of both groups: the ATen calls (or, without the
+    # fallback, the op's own) and the Triton tiles, which have no ATen kernel to guess
+    assert len(benchmarked) == 1 and benchmarked[0] > 2
