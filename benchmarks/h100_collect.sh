@@ -13,7 +13,8 @@
 # (benchmarks/h100_precision_plan.py), on the default space (ATen and DEFAULT configs; every set
 # but tf32 times its training problems on sample/4); SET=tf32: zoo-tf32-{train,validation}.json,
 # both on the default space (benchmarks/h100_tf32_plan.py); SET=regions: zoo-regions-train.json
-# alone, no validation, on the default space (benchmarks/h100_regions_plan.py). What comes back is under $OUT:
+# alone, no validation, on the default space (benchmarks/h100_regions_plan.py; SET=regions-2 its
+# second draw, zoo-regions-2-train.json). What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
 set -u
@@ -37,7 +38,9 @@ case ${SET:-base} in
         runs="2026-11-24-tf32" ;;
   regions) train=$problems/zoo-regions-train.json; validation=; vspace=default; space=default
            runs="2026-11-24-regions" ;;
-  *) echo "SET must be base, zoo, attn, gaps, precision, tf32 or regions"; exit 2 ;;
+  regions-2) train=$problems/zoo-regions-2-train.json; validation=; vspace=default; space=default
+             runs="2026-11-24-regions-2" ;;
+  *) echo "SET must be base, zoo, attn, gaps, precision, tf32, regions or regions-2"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in
   python) launch="python3 -m" ;;

@@ -1,7 +1,8 @@
 """New H100 training problems in the regions where the shipped model's single pick is worst on
 the training families, from the zoo's training families.
 
-    python benchmarks/h100_regions_plan.py   # writes trained_models/data/h100/problems/zoo-regions-train.json
+    python benchmarks/h100_regions_plan.py       # writes trained_models/data/h100/problems/zoo-regions-train.json
+    python benchmarks/h100_regions_plan.py 2     # a second draw (seed 2): zoo-regions-2-train.json
 
 A sibling of ``h100_gaps_plan.py``, whose round drawing and compile ordering it reuses. An analysis
 of model 1c861337's picks on the eleven non-held-out families (in-sample, top-1 regret over the
@@ -111,19 +112,21 @@ def streams(zoo: dict[str, list[dict]], holdout: list[str]) -> dict[str, tuple[i
             for name, by_family in by_stream.items()}
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    seed = int(argv[0]) if argv else SEED
+    target = TARGET if seed == SEED else OUT / f"zoo-regions-{seed}-train.json"
     zoo = read_zoo()
     holdout = json.loads((OUT / "zoo-holdout.json").read_text())["families"]
-    rounds, stream_of = draw_rounds(streams(zoo, holdout), known_problems(holdout, zoo, TARGET), SEED)
+    rounds, stream_of = draw_rounds(streams(zoo, holdout), known_problems(holdout, zoo, target), seed)
     planned = plan_rounds(rounds, SPACE)
     assert all(p.flops <= MAX_FLOPS["train"] for p in stream_of)
     for name, ((m0, m1), (n0, n1), (k0, k1)) in RANGES.items():
         assert all(m0 <= p.m <= m1 and n0 <= p.n <= n1 and k0 <= p.k <= k1 for p, s in stream_of.items() if s == name)
     assert all(p.dtype == "float32" for p, s in stream_of.items() if s in ("fp32-attention", "tiny-bmm", "tf32-linear"))
-    shapes.to_json([(p.generator, p.problem) for p in planned], TARGET, "h100-zoo-regions-train")
-    report(TARGET, planned, first=120, stream=lambda p: stream_of[p.problem])
+    shapes.to_json([(p.generator, p.problem) for p in planned], target, target.stem.replace("zoo-", "h100-zoo-"))
+    report(target, planned, first=120, stream=lambda p: stream_of[p.problem])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
