@@ -19,10 +19,10 @@ from torch._inductor.choices import InductorChoices
 from torch._inductor.utils import get_code
 
 import diode_backend
-from diode_backend import hookimpl, measured, plugins, predicted, registry
+from diode_backend import measured, predicted, registry
 from diode_backend.inductor import group_configs
 from diode_backend.problem import KIND_TRITON
-from diode_backend.scorer import Prediction, ScorerEntry
+from diode_backend.scorer import Prediction
 from test_compile_cpu import DIODE, refresh_choices_handler
 
 SURE = {**DIODE, "fast_autotune": True, "cpu_backend": "triton"}
@@ -44,20 +44,12 @@ class MiddleTileScorer:
 
 
 @pytest.fixture
-def middle_tile(isolated_caches, monkeypatch):
+def middle_tile(isolated_caches, monkeypatch, scorer_plugin):
     """The registered MiddleTileScorer; Triton kernel sources generated without a Triton driver."""
     monkeypatch.setattr(torch.utils._triton, "triton_hash_with_backend", lambda: "no-triton-backend-here")
     scorer = MiddleTileScorer()
-
-    class Plugin:
-        @hookimpl
-        def diode_register_scorers(self, register):
-            register(ScorerEntry(scorer.name, lambda: scorer, lambda hw: False, identity=scorer.identity))
-
-    plugin = Plugin()
-    plugins.get_plugin_manager().register(plugin)
-    yield scorer
-    plugins.get_plugin_manager().unregister(plugin)
+    scorer_plugin(scorer)
+    return scorer
 
 
 @pytest.fixture
