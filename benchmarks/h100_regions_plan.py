@@ -72,6 +72,15 @@ RANGES = {
 }
 
 
+#: which of a family's traced Linear templates each Linear stream draws from
+LINEAR_TEMPLATES: dict[str, Callable[[dict], bool]] = {
+    "prefill": lambda t: t["dtype"] != "float32" and (t["a_layout"], t["b_layout"]) == ("row", "col"),
+    "tf32-linear": lambda t: t["dtype"] == "float32" and t["allow_tf32"],
+    "short-k": lambda t: True,
+    "narrow": lambda t: True,
+}
+
+
 def linear(stream: str) -> Callable[[dict, random.Random], list[GemmProblem] | None]:
     """A draw of one Linear product of template ``t`` in ``stream``'s ranges."""
     ranges = RANGES[stream]
@@ -94,19 +103,13 @@ def streams(zoo: dict[str, list[dict]], holdout: list[str]) -> dict[str, tuple[i
     by_stream: dict[str, dict[str, list[dict]]] = {name: {} for name in (*RANGES, "fp32-attention", "tiny-bmm")}
     for family in sorted(set(zoo) - set(holdout)):
         products = distinct([{key: e[key] for key in LINEAR} for e in zoo[family] if e["op"] in ("mm", "addmm")], LINEAR)
-        wanted = {
-            "prefill": lambda t: t["dtype"] != "float32" and (t["a_layout"], t["b_layout"]) == ("row", "col"),
-            "tf32-linear": lambda t: t["dtype"] == "float32" and t["allow_tf32"],
-            "short-k": lambda t: True,
-            "narrow": lambda t: True,
-        }
-        for name, keep in wanted.items():
+        for name, keep in LINEAR_TEMPLATES.items():
             by_stream[name][family] = [t for t in products if keep(t)]
         attention = [t for t in templates(zoo[family]) if t["dtype"] == "float32"]
         by_stream["fp32-attention"][family] = attention
         by_stream["tiny-bmm"][family] = attention
-    counts = dict(prefill=PREFILL, **{"tf32-linear": TF32_LINEAR, "short-k": SHORT_K}, narrow=NARROW,
-                  **{"fp32-attention": FP32_ATTENTION, "tiny-bmm": TINY_BMM})
+    counts = {"prefill": PREFILL, "tf32-linear": TF32_LINEAR, "short-k": SHORT_K, "narrow": NARROW,
+              "fp32-attention": FP32_ATTENTION, "tiny-bmm": TINY_BMM}
     draws = {name: linear(name) for name in RANGES} | {"fp32-attention": pair_draw, "tiny-bmm": small_q}
     return {name: (counts[name], draws[name], {f: ts for f, ts in by_family.items() if ts})
             for name, by_family in by_stream.items()}
