@@ -14,6 +14,7 @@ import time
 
 import pytest
 import torch
+from torch._inductor import config
 from torch._inductor.select_algorithm import ExternKernelCaller
 
 import diode_backend
@@ -285,3 +286,15 @@ def test_a_contender_whose_estimate_run_hiccups_still_gets_its_full_runs():
     samples = measure._timer(torch.device("cpu")).time([lambda: None, hiccup_once])
     assert len(samples[1]) >= 1 + measure.METHOD.min_reps
     assert statistics.median(samples[1]) < 10_000  # microseconds: the hiccup is one sample of many
+
+
+@pytest.mark.parametrize("mode, replayed", [("max-autotune", True), ("max-autotune-no-cudagraphs", False)])
+def test_the_measurement_knows_whether_the_compiled_graph_will_run_as_cuda_graphs(unsure, benchmarked, monkeypatch, mode, replayed):
+    """On a GPU the timer follows this (CUDA-graph replay only for a graph that will be replayed):
+    here, inside a real compile, it reads what ``torch.compile``'s mode set."""
+    seen = []
+    timer = measure._timer
+    monkeypatch.setattr(measure, "_timer", lambda device: seen.append(compat.runs_as_cuda_graph()) or timer(device))
+    with config.patch(**UNSURE, diode_model=unsure):
+        torch.compile(biased_addmm, mode=mode)(*biased_inputs())
+    assert seen == [replayed] and counters()["measured_decisions"] == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import os
 import subprocess
 import sys
@@ -19,7 +20,9 @@ from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_
 
 import diode_backend
 from diode_backend import measured
+from diode_backend.inductor import measure
 from diode_backend.inductor.measure import measure_choices
+from diode_backend.timing import GraphTimer, Timer
 
 pytestmark = pytest.mark.gpu
 
@@ -184,3 +187,15 @@ def test_fp32_with_the_new_precision_api_compiles_under_diode():
 
     assert run("DIODE") == "compiled"
     assert run("ATEN,TRITON").startswith("raised")  # Inductor's own max-autotune
+
+
+@pytest.mark.parametrize("cudagraphs, timer", [(True, GraphTimer), (False, Timer)])
+def test_the_timer_replays_only_for_a_graph_that_runs_as_cuda_graphs(cudagraphs, timer):
+    """A choice of several kernels (decompose-k) reads faster replayed than launched one by one
+    (docs/decisions.md): DIODE times as the compiled graph will run."""
+    with config.patch({"triton.cudagraphs": cudagraphs}):
+        chosen = measure._timer(torch.device("cuda"))
+    assert type(chosen) is timer
+    with measure._on_device(torch.device("cuda")):
+        (runs,) = chosen.time([torch.empty(1 << 20, device="cuda").zero_])
+    assert len(runs) > measure.METHOD.min_reps and 0 < statistics.median(runs) < 1000

@@ -154,6 +154,20 @@ def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
     return run, getattr(choice.bmreq, "cleanup_run_fn", lambda: None)
 
 
+def runs_as_cuda_graph() -> bool:
+    """Whether the graph being compiled will run as CUDA-graph replays: Inductor's
+    ``triton.cudagraphs``, which ``mode="max-autotune"`` turns on and
+    ``mode="max-autotune-no-cudagraphs"`` or ``options={"max_autotune": True}`` leave off (a
+    graph Inductor cannot capture runs without them all the same).
+
+    torch 2.11 and 2.13 alike: ``torch._inductor.config.triton.cudagraphs``, patched for the
+    compile by ``torch.compile``'s mode and options.
+    """
+    from torch._inductor import config
+
+    return bool(config.triton.cudagraphs)
+
+
 def current_lowering() -> tuple[Any, Any] | None:
     """Weak references to the graph being lowered and to the FX node it lowers now: what
     identifies one op's lowering, whose template groups reach ``get_template_configs`` in

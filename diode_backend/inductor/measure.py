@@ -3,10 +3,14 @@
 Inductor's own benchmarker times each choice alone, host launch time included, and so prefers
 Triton kernels where cuBLAS is faster. Here the kept choices are precompiled in parallel (each
 choice's ``precompile``, as Inductor's own precompilation does), run once on the example tensors
-Inductor would benchmark them with, then timed together by :mod:`diode_backend.timing`: on a
-CUDA device by CUDA-graph replay of L2-flushed runs (the guarded event timer once a capture
-fails), on the CPU by the host's clock; median of round-robin runs. A choice that fails to
-compile or run is dropped.
+Inductor would benchmark them with, then timed together by :mod:`diode_backend.timing`, the
+way the compiled graph will run them: on a CUDA device by CUDA-graph replay of L2-flushed runs
+when the graph will run as CUDA graphs (``mode="max-autotune"``), by the guarded event timer
+otherwise (launched one by one behind a sleep kernel, so host launch time is not counted either
+way); on the CPU by the host's clock; median of round-robin runs. The two GPU timers agree on a
+choice of one kernel, but a replayed graph hides the GPU's cost of each further launch, so a
+choice of several kernels (decompose-k: a batched product, then a reduction) reads faster
+replayed than it runs launched one by one. A choice that fails to compile or run is dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import torch
 
-from ..timing import GraphTimer, HostTimer, TimingMethod
+from ..timing import GraphTimer, HostTimer, Timer, TimingMethod
 from . import compat
 
 
@@ -125,9 +129,10 @@ def _synchronize(device: torch.device) -> None:
 METHOD = TimingMethod(slow_ratio=0.0)
 
 
-def _timer(device: torch.device) -> GraphTimer | HostTimer:
+def _timer(device: torch.device) -> GraphTimer | Timer | HostTimer:
     if device.type == "cuda":
-        return _gpu_timer(torch.cuda.current_device())
+        index = torch.cuda.current_device()
+        return _graph_timer(index) if compat.runs_as_cuda_graph() else _stream_timer(index)
     return HostTimer(replace(METHOD, replay="host", flush_l2=False))
 
 
@@ -137,8 +142,14 @@ def _side_stream(index: int) -> torch.cuda.Stream:
 
 
 @functools.cache
-def _gpu_timer(index: int) -> GraphTimer:
+def _graph_timer(index: int) -> GraphTimer:
     """One per device (``index``; the timer works on the current device) for the process: after
     a failed capture it keeps to the event timer (torch's generator may be left in capture mode),
     and its calibration is done once."""
     return GraphTimer(METHOD)
+
+
+@functools.cache
+def _stream_timer(index: int) -> Timer:
+    """One per device for the process, so its flush buffer and host-time calibration are made once."""
+    return Timer(replace(METHOD, replay="stream"))
