@@ -18,9 +18,11 @@ Triton import, compile workers) stay out of the rows; Inductor's caches off
 (``force_disable_caches``) and Triton's cache in a fresh folder, and per problem the modes compile
 in the order above so no mode reuses a Triton kernel another compiled for it (no_autotune
 compiles none; diode_fast compiles one to five before max_autotune_default's twenty). Compile
-time: wall time of the first call after ``torch._dynamo.reset()``, synchronized. Runtime: every
-mode's compiled function of a problem timed together, their runs interleaved round robin, as
-the dataset's candidates were (``diode_backend.timing``: CUDA events, L2
+time: wall time of the first call of the mode's ``torch.compile``, synchronized; Dynamo is
+reset once per problem, before its first mode (a reset before each mode would make the modes
+compiled before it compile again when timed, unmeasured and under another mode's prediction
+cache). Runtime: every mode's compiled function of a problem timed together, their runs
+interleaved round robin, as the dataset's candidates were (``diode_backend.timing``: CUDA events, L2
 flushed before each run, median), more repetitions, so that drift of the machine spreads over
 all modes alike; ``vs_best`` divides it by the dataset's fastest measured candidate,
 ``vs_best_mode`` by the fastest mode of the row. Results are written after every problem;
@@ -178,9 +180,10 @@ def synchronize() -> None:
 
 
 def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
-    """Compile ``fn`` cold under ``options``: its compile time (s), relative error against a
-    float64 reference and DIODE's decision, and the compiled function."""
-    torch._dynamo.reset()
+    """Compile ``fn`` under ``options``: its compile time (s), relative error against a float64
+    reference and DIODE's decision, and the compiled function. Cold with Inductor's caches off:
+    Dynamo traces each ``torch.compile`` of ``fn`` anew (its backend differs), while those
+    compiled before keep theirs; a caller resets Dynamo before a problem's first mode."""
     diode_backend.reset_stats()
     compiled = torch.compile(fn, options=options)
     synchronize()
@@ -219,15 +222,17 @@ def prediction_cache(root: str, mode: str) -> str:
     return str(Path(root) / ("diode_fast" if mode == "diode_warm" else mode))
 
 
-def measure_row(fn, args, modes: list[str], timer, caches: str) -> dict[str, dict]:
+def measure_row(fn, args, modes: list[str], timer, caches: str, options: dict | None = None) -> dict[str, dict]:
     """Every mode of one problem: compiled one after the other (each DIODE mode with its own
-    prediction cache under ``caches``), then timed together, their runs interleaved. A mode that
-    fails to compile gets an ``error`` and is not timed."""
+    prediction cache under ``caches``), then timed together, their runs interleaved. A mode's
+    ``torch.compile`` options are ``options[mode]`` (default :data:`MODES`). A mode that fails
+    to compile gets an ``error`` and is not timed."""
     figures, compiled = {}, {}
+    torch._dynamo.reset()
     for mode in modes:
         os.environ["DIODE_CACHE_DIR"] = prediction_cache(caches, mode)  # read at each lookup
         try:
-            figures[mode], compiled[mode] = compile_mode(fn, args, MODES[mode])
+            figures[mode], compiled[mode] = compile_mode(fn, args, (options or MODES)[mode])
         except Exception as err:  # one failing compile must not lose the other modes
             figures[mode] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
     timed = list(compiled)

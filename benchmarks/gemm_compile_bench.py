@@ -9,8 +9,8 @@ ranks, Inductor benchmarks the top 5).
 Method: ``benchmarks/e2e_validation.py``'s, shared with it: one process; a warm-up compile per
 mode first so one-time costs (Triton import, CUDA context) stay out of every row; Inductor's
 caches off and Triton's cache in a fresh folder, so each compile is cold; compile time = wall
-time of the first call after ``torch._dynamo.reset()``, synchronized; runtime = the compiled
-function's GPU time as the dataset's candidates are timed (``diode_backend.timing``:
+time of the mode's first call, synchronized; every mode's compiled function timed together, runs
+interleaved; runtime = its GPU time as the dataset's candidates are timed (``diode_backend.timing``:
 CUDA events, L2 flushed and the launch's host time covered before each run, median of 20 to
 200 runs), on fresh random inputs (never zeros). Runs before commit c66420c (2026-11-23) used
 ``triton.testing.do_bench`` of the compiled function, which counts the host's dispatch time on
@@ -25,9 +25,10 @@ import argparse
 import json
 import platform
 import sys
+import tempfile
 import time
 
-from e2e_validation import make_case, measure, set_tf32  # sets up the caches before torch loads
+from e2e_validation import make_case, measure_row, set_tf32  # sets up the caches before torch loads
 
 import torch
 
@@ -79,9 +80,9 @@ def main() -> None:
 
     config.force_disable_caches = True  # every compile cold (not a torch.compile option)
     timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0))
+    caches = tempfile.mkdtemp(prefix="diode-gemm-bench-")  # each DIODE mode's prediction cache, fresh
     warm_fn, warm_args = make_case(GemmProblem("mm", 256, 256, 256))
-    for mode in modes:
-        measure(warm_fn, warm_args, MODES[mode], timer)
+    measure_row(warm_fn, warm_args, modes, timer, caches, MODES)
 
     rows: list[dict] = []
     result = {
@@ -99,9 +100,8 @@ def main() -> None:
     for name, problem in SHAPES:
         set_tf32(problem)
         fn, fn_args = make_case(problem)
-        row = {"shape": name, "problem": problem.describe()}
+        row = {"shape": name, "problem": problem.describe(), **measure_row(fn, fn_args, modes, timer, caches, MODES)}
         for mode in modes:
-            row[mode] = measure(fn, fn_args, MODES[mode], timer)
             print(name, mode, row[mode], flush=True)
         rows.append(row)
         with open(args.out, "w") as f:  # after every row, so a cut-off run keeps what it measured

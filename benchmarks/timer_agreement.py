@@ -77,6 +77,7 @@ def main() -> None:
         fn, args = e2e.make_case(problem)
         print("==", problem.describe(), flush=True)
         compiled = {}
+        torch._dynamo.reset()
         for mode in ("no_autotune", "diode_fast", "diode_pick"):
             os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp()
             figures, compiled[mode] = e2e.compile_mode(fn, args, e2e.MODES[mode])
@@ -89,8 +90,8 @@ def main() -> None:
             print(f"  compiled {mode:12s} stream timer {stream:8.2f} us  graph timer {graph:8.2f} us")
         torch._dynamo.reset()
         os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp()
-        _, (code,) = run_and_get_code(torch.compile(fn, options=e2e.MODES["diode_fast"]), *args)
-        print("\n".join(line for line in code.splitlines() if "extern_kernels." in line or ".run(" in line), flush=True)
+        _, codes = run_and_get_code(torch.compile(fn, options=e2e.MODES["diode_fast"]), *args)
+        print("\n".join(line for code in codes for line in code.splitlines() if "extern_kernels." in line or ".run(" in line), flush=True)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,10 @@ def test_measured_times_agree_with_inductors_benchmarker_on_large_gemms(op):
     finally:
         clear_feedback_savers()
     ((inductor_us, choices, ours),) = seen
-    assert ours.failed == 0 and {type(c).__name__ for c in choices} >= {"ExternKernelCaller", "TritonTemplateCaller"}
+    assert {type(c).__name__ for c in choices} >= {"ExternKernelCaller", "TritonTemplateCaller"}
+    # a tile that needs more shared memory than the GPU has fails in both
+    failed = {c for c, us in inductor_us.items() if math.isinf(us)}
+    assert {c for c, us in zip(choices, ours.times_us) if math.isinf(us)} == failed and len(failed) < len(choices) // 2
     winner = choices[ours.winner]
     best = min(inductor_us.values())
     assert inductor_us[winner] <= 1.05 * best, (winner, inductor_us[winner], best)
