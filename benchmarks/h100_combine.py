@@ -11,7 +11,8 @@ used the earlier timer, which floored small kernels at the host's pace; every pr
 timed is in the two later runs, so they stay in ``runs/`` as a record and are not used. Run
 2026-11-24-attn times the attention bmm of benchmarks/h100_attention_plan.py, 2026-11-24-gaps the
 problems of benchmarks/h100_gaps_plan.py, 2026-11-24-precision those of
-benchmarks/h100_precision_plan.py, 2026-11-24-regions those of benchmarks/h100_regions_plan.py;
+benchmarks/h100_precision_plan.py, 2026-11-24-regions and 2026-11-24-regions-2 those of the
+first and second draws of benchmarks/h100_regions_plan.py;
 a run of RUNS not yet in ``runs/`` is left out. Run
 2026-11-24-tf32 times again, under torch 2.11's TF32 rule (``always``), the TF32 problems whose
 Triton kernels the earlier runs timed without TF32 (benchmarks/h100_tf32_plan.py): a run of
@@ -35,7 +36,7 @@ from diode_backend.offline.dataset import (
 ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
 RUNS = (
     "2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b", "2026-11-24-zoo", "2026-11-24-attn", "2026-11-24-gaps",
-    "2026-11-24-precision", "2026-11-24-tf32", "2026-11-24-regions",
+    "2026-11-24-precision", "2026-11-24-tf32", "2026-11-24-regions", "2026-11-24-regions-2",
 )  # fmt: skip
 #: Runs that time again problems of earlier runs: theirs are the timings kept.
 RETIMES = ("2026-11-24-tf32",)
