@@ -21,6 +21,7 @@ import pytest
 import torch
 import torch.utils._triton
 from torch._inductor import config
+from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
 from torch._inductor.utils import get_code
 
 import diode_backend
@@ -134,10 +135,16 @@ def test_a_measuring_selection_includes_the_unscored_and_remembers_an_unscored_w
 
 
 @pytest.mark.parametrize("fallback", [True, False])
-def test_with_no_group_scored_the_op_still_falls_back_as_a_whole(blind_scorer, measuring, benchmarked, fallback):
-    compile_addmm(diode_model=blind_scorer, diode_fallback_to_autotune=fallback)
+def test_with_no_group_scored_the_op_still_falls_back_as_a_whole(blind_scorer, measuring, fallback):
+    handed: list[int] = []  # choices handed to Inductor's autotuning (its timings drop the Triton
+    # tiles that fail to compile without a Triton CPU backend on torch 2.11, not on 2.13)
+    add_feedback_saver(lambda timings, name, input_nodes, choices, *rest: handed.append(len(choices)))
+    try:
+        compile_addmm(diode_model=blind_scorer, diode_fallback_to_autotune=fallback)
+    finally:
+        clear_feedback_savers()
     stats = diode_backend.stats()
     assert stats["fallbacks"] == {"no_scored_candidates": 1} and stats["decisions"] == 0 and measuring == []
-    # Inductor benchmarked what step 1 kept of both groups: the ATen calls (or, without the
+    # Inductor autotuned what step 1 kept of both groups: the ATen calls (or, without the
     # fallback, the op's own) and the Triton tiles, which have no ATen kernel to guess
-    assert len(benchmarked) == 1 and benchmarked[0] > 2
+    assert len(handed) == 1 and handed[0] > 2
