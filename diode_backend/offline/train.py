@@ -339,11 +339,7 @@ def train(
     calibration = fit_calibration([r * familiarity(d, scale) for r, d in zip(raw, distances)], hits)
     hit_model = None
     if confidence == "logistic":
-        signals = [
-            pick_signals(records[i].problem, pick.config, pick.raw, pick.gap, distance)
-            for i, pick, distance in zip(held_ids, picks, distances)
-        ]
-        hit_model = fit_hit_model(signals, hits, [families[i] for i in held_ids])
+        hit_model = _fit_hit_model([records[i] for i in held_ids], picks, distances)
     calibration_problems = len(stop_ids) + len(calibration_ids)
     checkpoint = checkpoint_data(
         model,
@@ -526,13 +522,16 @@ def evaluate_holdout(model: TimingModel, rows: _Rows, options: TrainOptions) -> 
 @dataclass(frozen=True)
 class HeldOutPick:
     """The ensemble-mean pick of one held-out problem: its raw confidence score, the predicted
-    gap to the runner-up (natural-log time), its config, and whether it really was within 5% of
-    the best."""
+    gap to the runner-up (natural-log time), its config, whether it really was within 5% of
+    the best, and what it was picked from: the candidates and the members' predicted log times
+    of them ``[E, n]``."""
 
     raw: float
     gap: float
     config: KernelConfig
     hit: bool
+    candidates: Sequence[KernelConfig]
+    member_log_times: torch.Tensor
 
 
 def holdout_picks(model: TimingModel, rows: _Rows) -> list[HeldOutPick]:
@@ -542,10 +541,21 @@ def holdout_picks(model: TimingModel, rows: _Rows) -> list[HeldOutPick]:
     for i in range(len(rows)):
         start, end = int(rows.offsets[i]), int(rows.offsets[i + 1])
         truth = rows.log_times[start:end]
-        pick, agreement, gap = pick_statistics(predictions[:, start:end])
+        members = predictions[:, start:end]
+        pick, agreement, gap = pick_statistics(members)
         hit = bool(truth[pick] - truth.min() <= math.log1p(HIT_TOLERANCE))
-        picks.append(HeldOutPick(agreement * separation(gap), gap, rows.configs[i][pick], hit))
+        picks.append(HeldOutPick(agreement * separation(gap), gap, rows.configs[i][pick], hit, rows.configs[i], members))
     return picks
+
+
+def _fit_hit_model(problems: Sequence[ProblemTimings], picks: Sequence[HeldOutPick], distances: Sequence[float]) -> dict[str, Any]:
+    """The checkpoint's ``"hit_model"`` block, fitted on held-out ``problems``, their
+    :func:`holdout_picks` and their distances to the training problems."""
+    signals = [
+        pick_signals(record.problem, pick.candidates, pick.member_log_times, distance)
+        for record, pick, distance in zip(problems, picks, distances)
+    ]
+    return fit_hit_model(signals, [pick.hit for pick in picks], [family_of(record) for record in problems])
 
 
 def _base_feature(extractor: FeatureExtractor) -> int:
