@@ -15,7 +15,7 @@ from diode_backend import registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.model.network import TimingModel
-from diode_backend.offline.train import TrainOptions, ranking_loss, split_problems, train
+from diode_backend.offline.train import TrainOptions, ranking_loss, refit_hit_model, split_problems, train
 
 FAST = TrainOptions(hidden=16, ensemble=3, max_epochs=4, steps_per_epoch=15, problems_per_step=8, candidates=8, patience=10)
 
@@ -307,3 +307,25 @@ def test_a_logistic_confidence_is_fitted_on_the_held_out_families(tmp_path):
     assert 0.0 < scorer.predict(problems[0].problem, SPACE, H100).confidence < 1.0
     with pytest.raises(ValueError, match="confidence 'isotonic': expected one of calibrated, logistic"):
         run(problems, tmp_path / "other.pt", confidence="isotonic", **split)
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["given-split", "drawn-split"])
+def test_a_hit_model_refitted_on_a_trained_checkpoint_is_the_one_training_fits(tmp_path, named):
+    problems = _six_families()
+    split = {"holdout_families": ["whisper"]}
+    if named:
+        split.update(stopping_families=["vit"], calibration_families=["bert", "gpt"])
+    run(problems, tmp_path / "calibrated.pt", **split)
+    run(problems, tmp_path / "logistic.pt", confidence="logistic", **split)
+    fitted = refit_hit_model(tmp_path / "calibrated.pt", problems, H100, tmp_path / "refit.pt")
+    assert fitted == (24 if named else 16)  # the early-stopping and calibration families' problems
+    calibrated, logistic, refit = (torch.load(tmp_path / f"{n}.pt", weights_only=True) for n in ("calibrated", "logistic", "refit"))
+    assert refit["hit_model"] == logistic["hit_model"]
+    # nothing else changes: the network, its calibration, novelty and training record
+    assert refit.keys() - {"hit_model"} == calibrated.keys()
+    assert all(torch.equal(refit["state_dict"][key], calibrated["state_dict"][key]) for key in calibrated["state_dict"])
+    assert (refit["calibration"], refit["training"]) == (calibrated["calibration"], calibrated["training"])
+    assert torch.equal(refit["novelty"]["support"], calibrated["novelty"]["support"])
+    assert LearnedScorer.load(tmp_path / "refit.pt").checkpoint.hit_model == logistic["hit_model"]
+    with pytest.raises(ValueError, match="was trained on other data"):
+        refit_hit_model(tmp_path / "calibrated.pt", problems[1:], H100, tmp_path / "other.pt")

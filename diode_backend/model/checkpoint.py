@@ -9,7 +9,7 @@ dicts, so that it loads with ``torch.load(weights_only=True)``)::
      "feature_schema": "gemm", "feature_version": 1,
      "calibration": {"edges": [...], "values": [...]},   # optional
      "novelty": {"version": 1, "support": tensor, "scale": float},   # optional, model/novelty.py
-     "hit_model": {"version": 1, "signals": [...], "weights": [...], "bias": float, "l2": float}}
+     "hit_model": {"version": 2, "signals": [...], "weights": [...], "bias": float, "l2": float}}
                                                                     # optional, model/hit_model.py
 
 Other keys (training records) are allowed and ignored.
@@ -189,8 +189,8 @@ def _validate(path: Path, sha256: str, raw: Any) -> Checkpoint:
     hit_model = raw.get("hit_model")
     if hit_model is not None and not valid_hit_model(hit_model):
         raise ModelLoadError(
-            f"{path}: 'hit_model' must be {{'version': 1, 'signals': [...], 'weights': [float, ...], 'bias': float}} "
-            "with the signals this diode-backend computes; retrain the model with this version"
+            f"{path}: 'hit_model' must be {{'version': 1 or 2, 'signals': [...], 'weights': [float, ...], 'bias': float}} "
+            "with the signals of its version; retrain the model with this version"
         )
     try:
         model = TimingModel(arch)

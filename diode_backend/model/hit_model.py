@@ -5,15 +5,19 @@ The 1-D calibration (:mod:`diode_backend.model.calibration`) gives every problem
 raw score the same probability, yet hit rates differ by kind of GEMM (attention bmm picks hit far
 less often than others at equal agreement) and by kind of pick (an ATen pick whose rows are not
 16-byte aligned, a Triton pick with BLOCK_K 256). :func:`pick_signals` lists, for one problem and
-its pick, the raw score, the predicted gap to the runner-up, the distance to the training
-problems and flags of the pick, op and precision (:data:`SIGNALS`); the probability is
+the ensemble's predictions of its candidates, the raw score, the predicted gap to the runner-up,
+the distance to the training problems, flags of the pick, op and precision, how the members
+agree on the pick itself and how it stands against ATen and the other Triton candidates, and
+the alignment, epilogue and sizes of the problem (:data:`SIGNALS`); the probability is
 ``sigmoid(bias + weights . signals)``. Stored in the checkpoint under ``"hit_model"``::
 
-    {"version": 1, "signals": [...SIGNALS], "weights": [float, ...], "bias": float, "l2": float}
+    {"version": 2, "signals": [...SIGNALS], "weights": [float, ...], "bias": float, "l2": float}
 
 ``weights`` apply to the signals as :func:`pick_signals` computes them (the standardisation used
 in fitting is folded in). :func:`fit_hit_model` fits it on the held-out families' problems with an
 L2 penalty whose strength is chosen by leave-one-family-out log loss among :data:`L2_STRENGTHS`.
+A version-1 block (the first twelve signals, which version 2 keeps in the same order and
+definitions) still reads: its weights apply to those twelve.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ import torch
 
 from ..features import aten_rows_unaligned
 from ..problem import KIND_ATEN, GemmProblem, KernelConfig
-from .calibration import HIT_TOLERANCE
+from .calibration import HIT_TOLERANCE, pick_statistics, separation
 
-VERSION = 1
+VERSION = 2
 SIGNALS = (
     "raw",  # agreement x separation, before familiarity
     "log_gap",  # log1p of the predicted gap to the runner-up in hit tolerances, capped
@@ -42,7 +46,23 @@ SIGNALS = (
     "tf32",
     "log2_m",
     "log2_flops",
+    # version 2 (benchmarks/results/h100_confidence_study.md): the ensemble on the pick ...
+    "log_aten_margin",  # log1p of how far the fastest ATen candidate is predicted behind the pick, capped
+    "log_pick_spread",  # log1p of the members' spread of (pick - their own fastest), in hit tolerances
+    "pick_first",  # the fraction of members whose own fastest is the pick
+    "log_triton_gap",  # as log_gap, between the two fastest non-ATen candidates
+    # ... and the problem's alignment to tiles, epilogue, dtype and sizes
+    "n_multiple_64",
+    "k_multiple_64",
+    "n_multiple_128",
+    "k_multiple_128",
+    "bias",
+    "bf16",
+    "log2_n",
+    "log2_k",
 )
+#: The signals of each version a checkpoint may hold: every version's are a prefix of :data:`SIGNALS`.
+SIGNALS_OF_VERSION = {1: SIGNALS[:12], 2: SIGNALS}
 #: A predicted gap beyond this many hit tolerances says nothing more.
 _GAP_CAP = 20.0
 #: Penalties tried, on the sum of squared weights of standardised signals (the bias is free).
@@ -52,15 +72,39 @@ _FOLDS = 5
 _NEWTON_STEPS = 50
 
 
-def pick_signals(problem: GemmProblem, pick: KernelConfig, raw: float, gap: float, distance: float) -> list[float]:
-    """The values of :data:`SIGNALS` for ``problem`` and its ``pick``, whose raw score (agreement
-    times separation), predicted gap to the runner-up (natural-log time) and distance to the
-    training problems (:func:`~diode_backend.model.novelty.nearest_distance`) are given."""
+def pick_signals(
+    problem: GemmProblem, configs: Sequence[KernelConfig], member_log_times: torch.Tensor, distance: float
+) -> list[float]:
+    """The values of :data:`SIGNALS` for ``problem`` ranked by an ensemble: its members'
+    predicted times ``[E, n]`` (natural-log microseconds) of ``configs``, the ensemble mean's
+    fastest being the pick, and the problem's distance to the training problems
+    (:func:`~diode_backend.model.novelty.nearest_distance`)."""
+    pick_index, agreement, gap = pick_statistics(member_log_times)
+    pick = configs[pick_index]
     aten = pick.kind == KIND_ATEN
     precision_fp32 = problem.dtype == "float32"
+    # whole-tensor operations, not indexing by lists: this runs once per ranking at compile time
+    members = member_log_times.double()
+    mean = members.mean(0)
+    aten_rows = torch.frombuffer(bytearray(config.kind == KIND_ATEN for config in configs), dtype=torch.bool)
+    aten_count = int(aten_rows.sum())
+    if aten or not aten_count:
+        aten_margin = 0.0
+    else:
+        aten_margin = _log_gap(float(mean.masked_fill(~aten_rows, math.inf).min() - mean[pick_index]))
+    if len(configs) - aten_count >= 2:
+        best, second = torch.topk(mean.masked_fill(aten_rows, math.inf), 2, largest=False).values.tolist()
+        triton_gap = _log_gap(second - best)
+    else:
+        triton_gap = _log_gap(math.inf)
+    # each member's own view of the pick: how far behind its own fastest it is
+    behind = (members[:, pick_index] - members.amin(1)).tolist()
+    average = sum(behind) / len(behind)
+    spread = math.sqrt(sum((b - average) ** 2 for b in behind) / len(behind))
+    own_picks = members.argmin(1).tolist()
     return [
-        raw,
-        math.log1p(min(gap / math.log1p(HIT_TOLERANCE), _GAP_CAP)),
+        agreement * separation(gap),
+        _log_gap(gap),
         math.log1p(distance),
         float(aten),
         float(aten and aten_rows_unaligned(problem)),
@@ -71,11 +115,30 @@ def pick_signals(problem: GemmProblem, pick: KernelConfig, raw: float, gap: floa
         float(precision_fp32 and problem.allow_tf32),
         math.log2(max(problem.m, 1)),
         math.log2(problem.flops),
+        aten_margin,
+        math.log1p(spread / math.log1p(HIT_TOLERANCE)),
+        own_picks.count(pick_index) / len(own_picks),
+        triton_gap,
+        float(problem.n % 64 == 0),
+        float(problem.k % 64 == 0),
+        float(problem.n % 128 == 0),
+        float(problem.k % 128 == 0),
+        float(problem.bias != "none"),
+        float(problem.dtype == "bfloat16"),
+        math.log2(max(problem.n, 1)),
+        math.log2(max(problem.k, 1)),
     ]
 
 
+def _log_gap(gap: float) -> float:
+    """log1p of a predicted gap (natural-log time) in hit tolerances, capped at :data:`_GAP_CAP`."""
+    return math.log1p(min(gap / math.log1p(HIT_TOLERANCE), _GAP_CAP))
+
+
 def hit_probability(block: dict[str, Any], signals: Sequence[float]) -> float:
-    """The probability that the pick is a hit, from a checkpoint's ``"hit_model"`` block."""
+    """The probability that the pick is a hit, from a checkpoint's ``"hit_model"`` block and the
+    pick's :func:`pick_signals`."""
+    # an earlier version's block has fewer weights, for the first signals (SIGNALS_OF_VERSION)
     z = block["bias"] + sum(w * x for w, x in zip(block["weights"], signals))
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
@@ -126,13 +189,17 @@ def fit_hit_model(signals: Sequence[Sequence[float]], hits: Sequence[bool], grou
 
 
 def valid_hit_model(block: Any) -> bool:
-    """Whether a checkpoint's ``"hit_model"`` block is one this version reads."""
-    if not isinstance(block, dict) or block.get("version") != VERSION or block.get("signals") != list(SIGNALS):
+    """Whether a checkpoint's ``"hit_model"`` block is one this version reads (of any version of
+    :data:`SIGNALS_OF_VERSION`)."""
+    if not isinstance(block, dict):
+        return False
+    signals = SIGNALS_OF_VERSION.get(block.get("version"))  # type: ignore[arg-type]
+    if signals is None or block.get("signals") != list(signals):
         return False
     weights, bias = block.get("weights"), block.get("bias")
     return (
         isinstance(weights, list)
-        and len(weights) == len(SIGNALS)
+        and len(weights) == len(signals)
         and all(isinstance(w, float) and math.isfinite(w) for w in weights)
         and isinstance(bias, float)
         and math.isfinite(bias)

@@ -93,18 +93,23 @@ class LearnedScorer:
         with torch.inference_mode():
             log_times = self.network(features)  # [E, n], log microseconds
             times = log_times.mean(dim=0).exp()
-            pick, agreement, gap = pick_statistics(log_times)
-        raw = agreement * separation(gap)
+            confidence = self._confidence(problem, configs, log_times)
+        return Prediction(times_us=tuple(times.tolist()), confidence=confidence)
+
+    def _confidence(self, problem: GemmProblem, configs: Sequence[KernelConfig], log_times: torch.Tensor) -> float:
+        """The probability that the ensemble mean's pick of ``configs`` is a hit, from the
+        members' predicted log times ``[E, n]``: the checkpoint's hit model where it has one,
+        else its calibration of the raw score times the problem's familiarity."""
         novelty = self.checkpoint.novelty
         distance = nearest_distance(novelty["support"], problem) if novelty is not None else 0.0
-        hit_model, calibration = self.checkpoint.hit_model, self.checkpoint.calibration
-        if hit_model is not None:
-            confidence = hit_probability(hit_model, pick_signals(problem, configs[pick], raw, gap, distance))
-        else:
-            if novelty is not None:
-                raw *= familiarity(distance, novelty["scale"])
-            confidence = calibrate(calibration, raw) if calibration is not None else raw
-        return Prediction(times_us=tuple(times.tolist()), confidence=confidence)
+        if self.checkpoint.hit_model is not None:
+            return hit_probability(self.checkpoint.hit_model, pick_signals(problem, configs, log_times, distance))
+        _, agreement, gap = pick_statistics(log_times)
+        raw = agreement * separation(gap)
+        if novelty is not None:
+            raw *= familiarity(distance, novelty["scale"])
+        calibration = self.checkpoint.calibration
+        return calibrate(calibration, raw) if calibration is not None else raw
 
 
 def learned_identity(sha256: str, kinds: Sequence[str] = ()) -> str:

@@ -20,7 +20,8 @@ What the loop optimises, and why:
   times a factor for the problem's distance to the training problems whose scale is chosen on
   the same held-out problems (:mod:`diode_backend.model.novelty`). ``confidence="logistic"``
   also fits a hit model of the problem's and the pick's signals on them
-  (:mod:`diode_backend.model.hit_model`), which the scorer then uses instead.
+  (:mod:`diode_backend.model.hit_model`), which the scorer then uses instead;
+  :func:`refit_hit_model` fits one of this version on a trained checkpoint, its network unchanged.
 - **Reproducible and resumable.** One seed drives initialisation and sampling; after every epoch
   the whole training state (weights, optimiser, sampler, early-stopping record) is written next to
   the output, and ``resume=True`` continues from it to the same result as an uninterrupted run.
@@ -55,8 +56,9 @@ from ..features import FeatureExtractor
 from ..files import write_atomic
 from ..problem import HardwareInfo, KernelConfig
 from ..model.calibration import HIT_TOLERANCE, fit_calibration, pick_statistics, separation
-from ..model.checkpoint import checkpoint_data
+from ..model.checkpoint import checkpoint_data, load_checkpoint
 from ..model.hit_model import fit_hit_model, pick_signals
+from ..model.learned import feature_extractor_for
 from ..model.network import TimingModel
 from ..model.novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
 from .train_options import CONFIDENCES, TrainOptions
@@ -339,11 +341,7 @@ def train(
     calibration = fit_calibration([r * familiarity(d, scale) for r, d in zip(raw, distances)], hits)
     hit_model = None
     if confidence == "logistic":
-        signals = [
-            pick_signals(records[i].problem, pick.config, pick.raw, pick.gap, distance)
-            for i, pick, distance in zip(held_ids, picks, distances)
-        ]
-        hit_model = fit_hit_model(signals, hits, [families[i] for i in held_ids])
+        hit_model = _fit_hit_model([records[i] for i in held_ids], picks, distances)
     calibration_problems = len(stop_ids) + len(calibration_ids)
     checkpoint = checkpoint_data(
         model,
@@ -381,6 +379,47 @@ def train(
         seconds=time.monotonic() - started,
         unusable_problems=unusable,
     )
+
+
+def refit_hit_model(
+    checkpoint: str | os.PathLike,
+    records: Sequence[ProblemTimings],
+    hardware: HardwareInfo,
+    output: str | os.PathLike,
+) -> int:
+    """Write to ``output`` the checkpoint at ``checkpoint`` with its ``"hit_model"`` fitted anew
+    by this version (:mod:`~diode_backend.model.hit_model`), as :func:`train` with
+    ``confidence="logistic"`` fits it: on the problems of the early-stopping and calibration
+    families the checkpoint recorded, predicted by its network. Everything else (network,
+    calibration, novelty, training record) is kept as it is; returns the number of problems fitted on.
+
+    ``records`` and ``hardware`` are what :func:`train` was given (all training problems, the
+    held-out families among them; the inference hardware), checked against the recorded data
+    digest; the features are those of the checkpoint's schema and version.
+
+    :raises ValueError: other data than the checkpoint was trained on.
+    """
+    loaded = load_checkpoint(checkpoint)
+    extractor = feature_extractor_for(loaded)
+    data = torch.load(checkpoint, weights_only=True, map_location="cpu")
+    training = loaded.training
+    kept = usable(without_families(records, training.get("holdout_families", ())))
+    if data_digest(kept, hardware) != training.get("data_digest"):
+        raise ValueError(f"{checkpoint}: was trained on other data or hardware; give the records and hardware it was trained with")
+    families = [family_of(record) for record in kept]
+    if training.get("split") == "given":
+        train_ids, stop_ids, calibration_ids = split_named(families, training["stopping_families"], training["calibration_families"])
+    else:
+        options = TrainOptions(**training["options"])
+        train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
+    stop_rows, calibration_rows = (_Rows.build([kept[i] for i in ids], extractor, hardware) for ids in (stop_ids, calibration_ids))
+    picks = holdout_picks(loaded.model, stop_rows) + holdout_picks(loaded.model, calibration_rows)
+    held = [kept[i] for i in stop_ids + calibration_ids]
+    novelty = loaded.novelty
+    support = novelty["support"] if novelty is not None else support_of([kept[i].problem for i in train_ids])
+    data["hit_model"] = _fit_hit_model(held, picks, [nearest_distance(support, record.problem) for record in held])
+    _atomic_save(data, Path(output))
+    return len(held)
 
 
 def inference_hardware(recorded: HardwareInfo) -> HardwareInfo:
@@ -526,13 +565,16 @@ def evaluate_holdout(model: TimingModel, rows: _Rows, options: TrainOptions) -> 
 @dataclass(frozen=True)
 class HeldOutPick:
     """The ensemble-mean pick of one held-out problem: its raw confidence score, the predicted
-    gap to the runner-up (natural-log time), its config, and whether it really was within 5% of
-    the best."""
+    gap to the runner-up (natural-log time), its config, whether it really was within 5% of
+    the best, and what it was picked from: the candidates and the members' predicted log times
+    of them ``[E, n]``."""
 
     raw: float
     gap: float
     config: KernelConfig
     hit: bool
+    candidates: Sequence[KernelConfig]
+    member_log_times: torch.Tensor
 
 
 def holdout_picks(model: TimingModel, rows: _Rows) -> list[HeldOutPick]:
@@ -542,10 +584,21 @@ def holdout_picks(model: TimingModel, rows: _Rows) -> list[HeldOutPick]:
     for i in range(len(rows)):
         start, end = int(rows.offsets[i]), int(rows.offsets[i + 1])
         truth = rows.log_times[start:end]
-        pick, agreement, gap = pick_statistics(predictions[:, start:end])
+        members = predictions[:, start:end]
+        pick, agreement, gap = pick_statistics(members)
         hit = bool(truth[pick] - truth.min() <= math.log1p(HIT_TOLERANCE))
-        picks.append(HeldOutPick(agreement * separation(gap), gap, rows.configs[i][pick], hit))
+        picks.append(HeldOutPick(agreement * separation(gap), gap, rows.configs[i][pick], hit, rows.configs[i], members))
     return picks
+
+
+def _fit_hit_model(problems: Sequence[ProblemTimings], picks: Sequence[HeldOutPick], distances: Sequence[float]) -> dict[str, Any]:
+    """The checkpoint's ``"hit_model"`` block, fitted on held-out ``problems``, their
+    :func:`holdout_picks` and their distances to the training problems."""
+    signals = [
+        pick_signals(record.problem, pick.candidates, pick.member_log_times, distance)
+        for record, pick, distance in zip(problems, picks, distances)
+    ]
+    return fit_hit_model(signals, [pick.hit for pick in picks], [family_of(record) for record in problems])
 
 
 def _base_feature(extractor: FeatureExtractor) -> int:
