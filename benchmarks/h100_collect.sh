@@ -1,6 +1,6 @@
 #!/bin/bash
 # One GPU call of the H100 collection (docs/collect.md; runs are recorded in benchmarks/results/).
-#   [SET=zoo|attn|gaps|precision|tf32|regions] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
+#   [SET=zoo|attn|gaps|precision|tf32|regions|regions-2|alignment] [LAUNCH=torchrun] benchmarks/h100_collect.sh SECONDS STEP...     STEP: tests | sweep | fidelity, run in order
 # The sweep times the problem lists of trained_models/data/h100/problems/ into
 # trained_models/data/h100/raw/, resuming from the shards already there and from the committed
 # runs of the set (copied in with their dates, so a fresh checkout resumes), and stops in time for
@@ -14,7 +14,9 @@
 # but tf32 times its training problems on sample/4); SET=tf32: zoo-tf32-{train,validation}.json,
 # both on the default space (benchmarks/h100_tf32_plan.py); SET=regions: zoo-regions-train.json
 # alone, no validation, on the default space (benchmarks/h100_regions_plan.py; SET=regions-2 its
-# second draw, zoo-regions-2-train.json). What comes back is under $OUT:
+# second draw, zoo-regions-2-train.json); SET=alignment: zoo-alignment-train.json alone, no
+# validation, on the default space (benchmarks/h100_alignment_plan.py; no committed run yet).
+# What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
 set -u
@@ -40,7 +42,9 @@ case ${SET:-base} in
            runs="2026-11-24-regions" ;;
   regions-2) train=$problems/zoo-regions-2-train.json; validation=; vspace=default; space=default
              runs="2026-11-24-regions-2" ;;
-  *) echo "SET must be base, zoo, attn, gaps, precision, tf32, regions or regions-2"; exit 2 ;;
+  alignment) train=$problems/zoo-alignment-train.json; validation=; vspace=default; space=default
+             runs= ;;
+  *) echo "SET must be base, zoo, attn, gaps, precision, tf32, regions, regions-2 or alignment"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in
   python) launch="python3 -m" ;;

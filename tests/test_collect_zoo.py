@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,20 @@ def test_the_regions_plan_trains_only_on_new_problems_in_the_regions_where_the_s
     assert all(len(region) >= 100 for region in regions.values())
     assert sum(2 <= p.m <= 16 for p in regions["attention"]) >= 100
     assert {p.dtype for p in regions["short-k"]} == {"float16", "bfloat16", "float32"}
+
+
+def test_the_alignment_plan_trains_only_on_new_16_bit_linear_products_in_every_cell_of_the_alignment_grid():
+    """benchmarks/h100_alignment_plan.py's list: float16/bfloat16 mm and addmm at M 1024..16384,
+    as many in each cell of (N, K) alignment classes (multiple of 128, odd multiple of 64,
+    multiple of 8 and not of 64, not of 8), with and without a bias."""
+    def alignment(size: int) -> str:
+        return "128" if size % 128 == 0 else "64" if size % 64 == 0 else "8" if size % 8 == 0 else "odd"
+
+    problems = _a_new_training_plan("zoo-alignment-train.json")
+    assert {p.dtype for p in problems} == {"float16", "bfloat16"} and {p.op for p in problems} == {"mm", "addmm"}
+    assert all(1024 <= p.m <= 16384 for p in problems) and {p.bias for p in problems} == {"none", "row"}
+    cells = Counter((alignment(p.n), alignment(p.k)) for p in problems)
+    assert len(cells) == 16 and len(set(cells.values())) == 1 and len(problems) >= 700
 
 
 #: Lists of problems already timed, to time again (benchmarks/h100_tf32_plan.py): not new problems.
