@@ -33,7 +33,9 @@ fair sample. Each run records its cache folders (``caches``); each DIODE mode ke
 prediction cache in a folder of its own under ``caches.diode``. ``--families`` takes the
 validation problems of named model families (``held-out``: those of
 ``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
-given, and the summary is given per workload class too.
+given, and the summary is given per workload class too. The summary lists the rows whose DIODE
+modes compiled the same pick but were timed more than 10% apart (``same_kernel_disagreements``):
+the timing erred there, not the pick.
 
 Warm cache: ``--warm-from FILE`` compiles the problems of an earlier run's complete rows again,
 in a new process, with Inductor's caches off and DIODE's prediction cache the earlier run's
@@ -259,7 +261,32 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
         summary["by_class"] = {c: summarize_rows([r for r in rows if r.get("workload_class") == c], modes) for c in classes}
     if any("warm" in row for row in rows):
         summary["warm"] = summarize_warm(rows)
+    disagreements = same_kernel_disagreements(rows)
+    if disagreements:
+        summary["same_kernel_disagreements"] = disagreements
     return summary
+
+
+#: Two modes that compiled the same kernel for a problem and whose timings differ by more than
+#: this factor point at the timing, not the pick.
+SAME_KERNEL_TOLERANCE = 1.1
+
+
+def same_kernel_disagreements(rows: list[dict]) -> list[dict]:
+    """The rows where DIODE modes compiled the same pick (their decisions' ``pick``: the kernel
+    compiled alone, picked or measured fastest) but were timed more than
+    :data:`SAME_KERNEL_TOLERANCE` apart: the problem, the pick and each such mode's runtime."""
+    found = []
+    for row in rows:
+        by_pick: dict[str, dict[str, float]] = {}
+        for mode, figures in row["modes"].items():
+            decision = (figures.get("diode") or {}).get("decision") or {}
+            if decision.get("pick") and "runtime_us" in figures:
+                by_pick.setdefault(decision["pick"], {})[mode] = figures["runtime_us"]
+        for pick, runtimes in by_pick.items():
+            if len(runtimes) > 1 and max(runtimes.values()) > SAME_KERNEL_TOLERANCE * min(runtimes.values()):
+                found.append({"problem": row["describe"], "pick": pick, "runtime_us": runtimes})
+    return found
 
 
 def warm_comparison(cold: dict, warm: dict) -> dict:

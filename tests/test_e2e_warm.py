@@ -59,6 +59,24 @@ def test_every_mode_is_timed_as_compiled_without_compiling_again(e2e, tmp_path):
     torch._dynamo.reset()
 
 
+def test_the_summary_flags_modes_that_compiled_the_same_kernel_but_timed_apart(e2e):
+    """The same kernel timed more than SAME_KERNEL_TOLERANCE apart in one row says the timing
+    erred, not the pick."""
+    def timed(pick: str, runtime_us: float) -> dict:
+        return {**decided(pick, 1, 0.2), "runtime_us": runtime_us, "vs_best": runtime_us / 10}
+
+    rows = [
+        {"describe": "mm 8x8x8", "modes": {"diode_pick": timed("aten::mm", 44.9), "diode_fast": timed("aten::mm", 9.8)}},
+        {"describe": "mm 16x8x8", "modes": {"diode_pick": timed("aten::mm", 10.5), "diode_fast": timed("aten::mm", 10.0)}},
+        {"describe": "mm 32x8x8", "modes": {"diode_pick": timed("aten::mm", 30.0), "diode_fast": timed("triton::mm 16x16x64 s2 w4 g8", 10.0)}},
+    ]
+    summary = e2e.summarize(rows, ["diode_pick", "diode_fast"])
+    assert summary["same_kernel_disagreements"] == [
+        {"problem": "mm 8x8x8", "pick": "aten::mm", "runtime_us": {"diode_pick": 44.9, "diode_fast": 9.8}}
+    ]
+    assert "same_kernel_disagreements" not in e2e.summarize(rows[1:], ["diode_pick", "diode_fast"])
+
+
 def test_diode_warm_needs_an_earlier_run(e2e, tmp_path, capsys):
     with pytest.raises(SystemExit):
         e2e.main(["data", "--modes", "no_autotune,diode_warm", "--out", str(tmp_path / "out.json")])
