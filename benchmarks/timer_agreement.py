@@ -1,97 +1,83 @@
-"""Do DIODE's two GPU timers agree on the choices it measures, and on the compiled graphs?
+"""DIODE's measurement against Inductor's benchmarker, on the same choice objects, repeated.
 
-    python benchmarks/timer_agreement.py > benchmarks/results/h100_decompose_k_timers_<date>.log
+    python benchmarks/timer_agreement.py --trials 6 --out results.json
 
-For each GEMM (decompose-k territory: K large next to M and N), with Inductor's caches off:
-1. DIODE's defaults compile it, measuring every kept choice (confidence under the threshold); the
-   same launches are then timed again by the CUDA-graph timer and by the guarded event (stream)
-   timer, in the method of ``benchmarks/e2e_validation.py``;
-2. the compiled functions of no autotuning, DIODE's defaults and DIODE's single pick are timed
-   by both timers;
-3. the generated code of DIODE's defaults is printed (its launches).
-Needs a CUDA GPU.
+Each trial compiles one large GEMM under max-autotune (ATen and Inductor's DEFAULT Triton list,
+caches off). Inside Inductor's feedback call, with the timings Inductor just took, DIODE times the
+same choices three times: at once, again at once, and after the host sleeps ``--pause-s`` (the GPU
+idles, as it does between Inductor's benchmark and a later one). A time that moves between DIODE's
+own repeats is DIODE's noise; one that stays put but differs from Inductor's is a difference of
+method; one that moves only after the pause is the GPU's clock.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
-import statistics
-import sys
-import tempfile
-from pathlib import Path
+import time
 
 import torch
+from torch._inductor import config
+from torch._inductor.select_algorithm import add_feedback_saver, clear_feedback_savers
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import e2e_validation as e2e  # noqa: E402
-from diode_backend.inductor import benchmarked_choices, compat, measure  # noqa: E402
-from diode_backend.offline.collect.environment import environment  # noqa: E402
-from diode_backend.problem import GemmProblem  # noqa: E402
-from diode_backend.timing import GraphTimer, Timer, TimingMethod  # noqa: E402
+from diode_backend.inductor.measure import measure_choices
 
-METHOD = TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0)
-PROBLEMS = (
-    dict(op="mm", m=64, n=1, k=2048, dtype="bfloat16", a_layout="row", b_layout="col"),
-    dict(op="mm", m=16, n=16, k=8192, dtype="float16", a_layout="row", b_layout="row"),
-    dict(op="mm", m=32, n=32, k=32768, dtype="bfloat16", a_layout="row", b_layout="row"),
-    dict(op="mm", m=128, n=64, k=16384, dtype="float16", a_layout="row", b_layout="col"),
-)
+SHAPES = {
+    "mm": (torch.mm, ((4096, 4096), (4096, 4096))),
+    "bmm": (torch.bmm, ((8, 2048, 2048), (8, 2048, 2048))),
+}
 
 
-def medians(timer, launches) -> list[float]:
-    return [statistics.median(runs) for runs in timer.time(launches)]
+def trial(op: str, pause_s: float) -> list[dict]:
+    fn, shapes = SHAPES[op]
+    args = [torch.randn(*s, device="cuda", dtype=torch.float16) for s in shapes]
+    rows: list[dict] = []
 
+    def compare(timings, name, input_nodes, choices, *_):
+        runs = [measure_choices(choices, input_nodes, choices[0].layout, None) for _ in range(2)]
+        time.sleep(pause_s)
+        runs.append(measure_choices(choices, input_nodes, choices[0].layout, None))
+        for i, choice in enumerate(choices):
+            rows.append({
+                "choice": getattr(choice, "name", type(choice).__name__) + f"#{i}",
+                "inductor_us": timings[choice] * 1000,
+                "diode_us": [run.times_us[i] for run in runs],
+            })  # fmt: skip
 
-def measure_and_compare(original):
-    """``measure_choices`` that prints its times beside both timers' on the same launches."""
-
-    def wrapped(choices, input_nodes, layout, input_gen_fns):
-        measurement = original(choices, input_nodes, layout, input_gen_fns)
-        with measure._on_device(layout.device):
-            inputs = compat.benchmark_inputs(list(choices), input_nodes, layout, input_gen_fns)
-            launches = [compat.run_callable(choice, inputs)[0] for choice in choices]
-            for launch in launches:
-                launch()
-            torch.cuda.synchronize()
-            replayed, streamed = medians(GraphTimer(METHOD), launches), medians(Timer(METHOD), launches)
-        print("  measured choices, us (DIODE's measurement / graph timer / stream timer):")
-        for choice, ours, graph, stream in zip(choices, measurement.times_us, replayed, streamed):
-            name = str(getattr(choice, "description", "") or getattr(choice, "name", type(choice).__name__))
-            print(f"    {ours:8.2f} {graph:8.2f} {stream:8.2f}  {name[:90]}")
-        return measurement
-
-    return wrapped
+    torch._dynamo.reset()
+    add_feedback_saver(compare)
+    try:
+        with config.patch(max_autotune=True, max_autotune_gemm_backends="ATEN,TRITON", force_disable_caches=True):
+            torch.compile(fn)(*args)
+    finally:
+        clear_feedback_savers()
+    return rows
 
 
 def main() -> None:
-    from torch._inductor import config
-    from torch._inductor.utils import run_and_get_code
-
-    config.force_disable_caches = True
-    print(json.dumps(environment(torch.cuda.current_device()), default=str))
-    benchmarked_choices.measure_choices = measure_and_compare(measure.measure_choices)
-    side = torch.cuda.Stream()
-    for spec in PROBLEMS:
-        problem = GemmProblem(**spec)
-        fn, args = e2e.make_case(problem)
-        print("==", problem.describe(), flush=True)
-        compiled = {}
-        torch._dynamo.reset()
-        for mode in ("no_autotune", "diode_fast", "diode_pick"):
-            os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp()
-            figures, compiled[mode] = e2e.compile_mode(fn, args, e2e.MODES[mode])
-            print(f"  {mode} compiled in {figures['compile_s']:.2f} s: {json.dumps((figures['diode'] or {}).get('decision'))}")
-        launches = [lambda f=f: f(*args) for f in compiled.values()]
-        streamed = medians(Timer(METHOD), launches)
-        with torch.cuda.stream(side):
-            replayed = medians(GraphTimer(METHOD), launches)
-        for mode, stream, graph in zip(compiled, streamed, replayed):
-            print(f"  compiled {mode:12s} stream timer {stream:8.2f} us  graph timer {graph:8.2f} us")
-        torch._dynamo.reset()
-        os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp()
-        _, codes = run_and_get_code(torch.compile(fn, options=e2e.MODES["diode_fast"]), *args)
-        print("\n".join(line for code in codes for line in code.splitlines() if "extern_kernels." in line or ".run(" in line), flush=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--ops", default="bmm,mm")
+    parser.add_argument("--pause-s", type=float, default=1.0)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    report = {
+        "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+        "triton": __import__("triton").__version__, "date": time.strftime("%Y-%m-%d"),
+        "pause_s": args.pause_s, "trials": [],
+    }  # fmt: skip
+    for t in range(args.trials):
+        for op in args.ops.split(","):
+            rows = trial(op, args.pause_s)
+            report["trials"].append({"op": op, "trial": t, "choices": rows})
+            best = min(r["inductor_us"] for r in rows)
+            worst = max(
+                (max(abs(d / r["inductor_us"] - 1) for d in r["diode_us"]), r["choice"])
+                for r in rows if r["inductor_us"] < 1.5 * best
+            )  # fmt: skip
+            print(f"{op} trial {t}: contenders' largest gap {worst[0]:.1%} ({worst[1]})", flush=True)
+            with open(args.out, "w") as f:
+                json.dump(report, f, indent=1)
 
 
 if __name__ == "__main__":
