@@ -44,6 +44,8 @@ SEED = 0
 M_RANGE = (1024, 16384)
 NK_RANGE = (64, 8192)
 LINEAR = ("op", "dtype", "allow_tf32", "a_layout", "b_layout", "bias")
+#: the alignment classes of N and K (:func:`alignment`)
+CLASSES = ("128", "64", "8", "odd")
 
 
 def alignment(size: int) -> str:
@@ -56,7 +58,7 @@ def alignment(size: int) -> str:
     return "8" if size % 8 == 0 else "odd"
 
 
-def _in_class(size: int, cls: str, rng: random.Random) -> int:
+def in_class(size: int, cls: str, rng: random.Random) -> int:
     """The size of class ``cls`` nearest ``size`` (a random step off a multiple of 8 for odd)."""
     if cls == "128":
         return max(128, round(size / 128) * 128)
@@ -68,18 +70,13 @@ def _in_class(size: int, cls: str, rng: random.Random) -> int:
     return size if size % 8 else size + rng.randint(1, 7)
 
 
-CLASSES: dict[str, Callable[[int, random.Random], int]] = {
-    cls: (lambda size, rng, cls=cls: _in_class(size, cls, rng)) for cls in ("128", "64", "8", "odd")
-}
-
-
 def cell(n_class: str, k_class: str) -> Callable[[dict, random.Random], list[GemmProblem] | None]:
     """A draw of one product of template ``t`` in the cell (N class, K class)."""
 
     def draw(t: dict, rng: random.Random) -> list[GemmProblem] | None:
         m = log_uniform(rng, *M_RANGE)
-        n = CLASSES[n_class](log_uniform(rng, *NK_RANGE), rng)
-        k = CLASSES[k_class](log_uniform(rng, *NK_RANGE), rng)
+        n = in_class(log_uniform(rng, *NK_RANGE), n_class, rng)
+        k = in_class(log_uniform(rng, *NK_RANGE), k_class, rng)
         problem = GemmProblem(m=m, n=n, k=k, **t)
         return [problem] if problem.flops <= MAX_FLOPS["train"] else None
 
