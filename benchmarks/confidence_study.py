@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc, calibrate, fit_calibration, pick_statistics, separation
-from diode_backend.model.hit_model import fit_hit_model, hit_probability, pick_signals
+from diode_backend.model.hit_model import SIGNALS, SIGNALS_OF_VERSION, fit_hit_model, hit_probability, pick_signals
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.model.novelty import familiarity, fit_scale, nearest_distance
 from diode_backend.offline.dataset import load_dataset, timed_hardware
@@ -32,50 +32,14 @@ from diode_backend.offline.families import family_of, of_families
 from diode_backend.offline.train import inference_hardware, usable
 from diode_backend.offline.validate import reliability
 from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
-from diode_backend.problem import KIND_ATEN
 
 TRUSTED = 0.9
 _TOLERANCE = math.log1p(HIT_TOLERANCE)
-_CAP = 20.0
 
-ENSEMBLE_SIGNALS = ("log_aten_margin", "log_pick_spread", "pick_first", "log_triton_gap")
-PROBLEM_SIGNALS = ("n_multiple_64", "k_multiple_64", "n_multiple_128", "k_multiple_128", "bias", "bf16", "log2_n", "log2_k")
-
-
-def _capped(gap: float) -> float:
-    return math.log1p(min(gap / _TOLERANCE, _CAP))
-
-
-def ensemble_signals(members: torch.Tensor, configs, pick: int) -> list[float]:
-    """E of the study: members ``[E, n]`` log times."""
-    members = members.double()
-    mean = members.mean(0)
-    aten = [i for i, c in enumerate(configs) if c.kind == KIND_ATEN]
-    others = [i for i, c in enumerate(configs) if c.kind != KIND_ATEN]
-    margin = 0.0 if pick in aten or not aten else _capped(float(mean[aten].min() - mean[pick]))
-    behind = members[:, pick] - members.min(1).values
-    spread = math.log1p(float(behind.std(correction=0)) / _TOLERANCE)
-    first = float((members.argmin(1) == pick).double().mean())
-    if len(others) >= 2:
-        best, second = torch.topk(mean[others], 2, largest=False).values.tolist()
-        triton_gap = _capped(second - best)
-    else:
-        triton_gap = math.log1p(_CAP)
-    return [margin, spread, first, triton_gap]
-
-
-def problem_signals(problem) -> list[float]:
-    """P of the study."""
-    return [
-        float(problem.n % 64 == 0),
-        float(problem.k % 64 == 0),
-        float(problem.n % 128 == 0),
-        float(problem.k % 128 == 0),
-        float(problem.bias != "none"),
-        float(problem.dtype == "bfloat16"),
-        math.log2(max(problem.n, 1)),
-        math.log2(max(problem.k, 1)),
-    ]
+#: where the study's signal groups end in hit model version 2's signals (hit_model.SIGNALS):
+#: version 1's twelve (v1), then the ensemble's view of the pick (E), then the problem's (P)
+_V1_END = len(SIGNALS_OF_VERSION[1])
+_E_END = SIGNALS.index("n_multiple_64")
 
 
 def collect(data: list[str], model: str) -> tuple[list[dict], dict]:
@@ -98,11 +62,11 @@ def collect(data: list[str], model: str) -> tuple[list[dict], dict]:
         regret = float(truth[pick] / truth.min())
         raw = agreement * separation(gap)
         distance = nearest_distance(support, record.problem)
-        v1 = pick_signals(record.problem, record.configs[pick], raw, gap, distance)
+        signals = pick_signals(record.problem, record.configs, members, distance)
         rows.append({
             "problem": record.problem.describe(), "family": family_of(record), "class": workload_class(record.problem),
             "hit": bool(math.log(regret) <= _TOLERANCE), "regret": regret, "raw": raw, "distance": distance,
-            "v1": v1, "E": ensemble_signals(members, record.configs, pick), "P": problem_signals(record.problem),
+            "v1": signals[:_V1_END], "E": signals[_V1_END:_E_END], "P": signals[_E_END:],
         })  # fmt: skip
     return rows, {"novelty_scale": scorer.checkpoint.novelty["scale"], "calibration": scorer.checkpoint.calibration}
 
