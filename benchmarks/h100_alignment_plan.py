@@ -24,20 +24,16 @@ in eight rounds, each the next eighth of every cell, fewest new kernels first wi
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from collections.abc import Callable
 
-from h100_attention_plan import known_problems, log_uniform, report
-from h100_gaps_plan import distinct, draw_rounds, plan_rounds
-from h100_plan import MAX_FLOPS, OUT
-from h100_zoo_plan import read_zoo
+from h100_attention_plan import log_uniform
+from h100_gaps_plan import distinct, seeded_plan, write_plan
+from h100_plan import MAX_FLOPS
 
-from diode_backend.offline.collect import shapes
 from diode_backend.problem import GemmProblem
 
-TARGET = OUT / "zoo-alignment-train.json"
 SPACE = "default"
 PER_CELL = 48
 SEED = 0
@@ -94,16 +90,10 @@ def streams(zoo: dict[str, list[dict]], holdout: list[str]) -> dict[str, tuple[i
 
 
 def main(argv: list[str]) -> int:
-    seed = int(argv[0]) if argv else SEED
-    target = TARGET if seed == SEED else OUT / f"zoo-alignment-{seed}-train.json"
-    zoo = read_zoo()
-    holdout = json.loads((OUT / "zoo-holdout.json").read_text())["families"]
-    rounds, stream_of = draw_rounds(streams(zoo, holdout), known_problems(holdout, zoo, target), seed)
-    planned = plan_rounds(rounds, SPACE)
+    target, planned, stream_of = seeded_plan("alignment", streams, int(argv[0]) if argv else SEED, SPACE)
     assert all(p.flops <= MAX_FLOPS["train"] and p.dtype != "float32" for p in stream_of)
     assert all(stream == f"n{alignment(p.n)}-k{alignment(p.k)}" for p, stream in stream_of.items())
-    shapes.to_json([(p.generator, p.problem) for p in planned], target, target.stem.replace("zoo-", "h100-zoo-"))
-    report(target, planned, first=120, stream=lambda p: stream_of[p.problem])
+    write_plan(target, planned, stream_of)
     return 0
 
 

@@ -37,6 +37,7 @@ import math
 import random
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from h100_attention_plan import TRIES, draw_batch, known_problems, log_uniform, pair, report, sequence, templates
 from h100_plan import H100, MAX_FLOPS, OUT
@@ -147,6 +148,24 @@ def plan_rounds(rounds: list[list[tuple[str, GemmProblem]]], space: str = "sampl
         planned += compile_order(plan.plan(named, H100, split="train", space=space), compiled)
         compiled.update(*map(kernel_keys, planned))
     return planned
+
+
+def seeded_plan(name: str, streams: Callable[[dict, list[str]], dict], seed: int, space: str) -> tuple[Path, list[plan.PlannedProblem], dict]:
+    """A derived plan of the training families: its list's path (``zoo-<name>-train.json``,
+    ``zoo-<name>-<seed>-train.json`` for a seed other than 0), the planned problems of
+    ``streams(zoo, holdout)`` drawn by :func:`draw_rounds` and planned on ``space`` by
+    :func:`plan_rounds`, and {problem: stream}."""
+    target = OUT / (f"zoo-{name}-train.json" if seed == 0 else f"zoo-{name}-{seed}-train.json")
+    zoo = read_zoo()
+    holdout = json.loads((OUT / "zoo-holdout.json").read_text())["families"]
+    rounds, stream_of = draw_rounds(streams(zoo, holdout), known_problems(holdout, zoo, target), seed)
+    return target, plan_rounds(rounds, space), stream_of
+
+
+def write_plan(target: Path, planned: list[plan.PlannedProblem], stream_of: dict) -> None:
+    """Write ``planned`` to ``target`` and report it, by stream."""
+    shapes.to_json([(p.generator, p.problem) for p in planned], target, target.stem.replace("zoo-", "h100-zoo-"))
+    report(target, planned, first=120, stream=lambda p: stream_of[p.problem])
 
 
 def main() -> int:

@@ -40,20 +40,16 @@ eighth of every stream, fewest new kernels first within a round.
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from collections.abc import Callable
 
-from h100_attention_plan import draw_pair, known_problems, log_uniform, report, templates
-from h100_gaps_plan import distinct, draw_rounds, plan_rounds, small_q
-from h100_plan import MAX_FLOPS, OUT
-from h100_zoo_plan import read_zoo
+from h100_attention_plan import draw_pair, log_uniform, templates
+from h100_gaps_plan import distinct, seeded_plan, small_q, write_plan
+from h100_plan import MAX_FLOPS
 
-from diode_backend.offline.collect import shapes
 from diode_backend.problem import GemmProblem
 
-TARGET = OUT / "zoo-regions-train.json"
 SPACE = "default"
 PREFILL = 256
 TF32_LINEAR = 128
@@ -116,18 +112,12 @@ def streams(zoo: dict[str, list[dict]], holdout: list[str]) -> dict[str, tuple[i
 
 
 def main(argv: list[str]) -> int:
-    seed = int(argv[0]) if argv else SEED
-    target = TARGET if seed == SEED else OUT / f"zoo-regions-{seed}-train.json"
-    zoo = read_zoo()
-    holdout = json.loads((OUT / "zoo-holdout.json").read_text())["families"]
-    rounds, stream_of = draw_rounds(streams(zoo, holdout), known_problems(holdout, zoo, target), seed)
-    planned = plan_rounds(rounds, SPACE)
+    target, planned, stream_of = seeded_plan("regions", streams, int(argv[0]) if argv else SEED, SPACE)
     assert all(p.flops <= MAX_FLOPS["train"] for p in stream_of)
     for name, ((m0, m1), (n0, n1), (k0, k1)) in RANGES.items():
         assert all(m0 <= p.m <= m1 and n0 <= p.n <= n1 and k0 <= p.k <= k1 for p, s in stream_of.items() if s == name)
     assert all(p.dtype == "float32" for p, s in stream_of.items() if s in ("fp32-attention", "tiny-bmm", "tf32-linear"))
-    shapes.to_json([(p.generator, p.problem) for p in planned], target, target.stem.replace("zoo-", "h100-zoo-"))
-    report(target, planned, first=120, stream=lambda p: stream_of[p.problem])
+    write_plan(target, planned, stream_of)
     return 0
 
 
