@@ -15,7 +15,7 @@
 # both on the default space (benchmarks/h100_tf32_plan.py); SET=regions: zoo-regions-train.json
 # alone, no validation, on the default space (benchmarks/h100_regions_plan.py; SET=regions-2 its
 # second draw, zoo-regions-2-train.json); SET=alignment: zoo-alignment-train.json alone, no
-# validation, on the default space (benchmarks/h100_alignment_plan.py; no committed run yet).
+# validation, on the default space (benchmarks/h100_alignment_plan.py).
 # What comes back is under $OUT:
 # logs, JSON reports and the dataset directory (raw.tgz). LAUNCH=torchrun runs the sweep under
 # torchrun, one process per GPU of the machine (docs/collect.md).
@@ -43,7 +43,7 @@ case ${SET:-base} in
   regions-2) train=$problems/zoo-regions-2-train.json; validation=; vspace=default; space=default
              runs="2026-11-24-regions-2" ;;
   alignment) train=$problems/zoo-alignment-train.json; validation=; vspace=default; space=default
-             runs= ;;
+             runs="2026-11-24-alignment" ;;
   *) echo "SET must be base, zoo, attn, gaps, precision, tf32, regions, regions-2 or alignment"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in

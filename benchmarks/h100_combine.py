@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100"
 RUNS = (
     "2026-11-23", "2026-11-23-b", "2026-11-23-zoo", "2026-11-23-zoo-b", "2026-11-24-zoo", "2026-11-24-attn", "2026-11-24-gaps",
     "2026-11-24-precision", "2026-11-24-tf32", "2026-11-24-regions", "2026-11-24-regions-2",
+    "2026-11-24-alignment",
 )  # fmt: skip
 #: Runs that time again problems of earlier runs: theirs are the timings kept.
 RETIMES = ("2026-11-24-tf32",)
