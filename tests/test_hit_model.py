@@ -217,7 +217,8 @@ def test_a_model_without_a_hit_model_keeps_its_calibrated_confidence():
     h100 = catalog.resolve_hardware("h100")
     for problem, confidence in V5_CONFIDENCES:
         configs = [KernelConfig(c.kind, c.template.format(op=problem.op), *_tile(c)) for c in V5_CONFIGS]
-        assert scorer.predict(problem, configs, h100).confidence == confidence
+        # to rounding: torch versions differ in the last bits of the same network's output
+        assert scorer.predict(problem, configs, h100).confidence == pytest.approx(confidence, rel=1e-9)
 
 
 def _tile(config):
