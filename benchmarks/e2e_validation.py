@@ -24,7 +24,9 @@ compiled before it compile again when timed, unmeasured and under another mode's
 cache). Runtime: every mode's compiled function of a problem timed together, their runs
 interleaved round robin, as the dataset's candidates were (``diode_backend.timing``: CUDA events, L2
 flushed before each run, median), more repetitions, so that drift of the machine spreads over
-all modes alike; ``vs_best`` divides it by the dataset's fastest measured candidate,
+all modes alike, in three rounds (a mode's runtime: the median of its rounds' medians; the
+summary's ``unsteady_rounds`` lists the modes whose rounds were more than 10% apart); ``vs_best``
+divides it by the dataset's fastest measured candidate,
 ``vs_best_mode`` by the fastest mode of the row. Results are written after every problem;
 ``--resume`` continues a file an earlier call wrote (its complete rows kept and their problems
 skipped; a row with a failed mode is measured again), so a run longer than one GPU call is made
@@ -224,11 +226,19 @@ def prediction_cache(root: str, mode: str) -> str:
     return str(Path(root) / ("diode_fast" if mode == "diode_warm" else mode))
 
 
+#: Each row's modes are timed together this many times, a mode's runtime the median of its
+#: rounds' medians: a mode can be timed far slower in one round than in the others
+#: (benchmarks/results/h100_e2e_probes_2026-11-24/), and in a single round such a row stands
+#: in the run's worst.
+ROUNDS = 3
+
+
 def measure_row(fn, args, modes: list[str], timer, caches: str, options: dict | None = None) -> dict[str, dict]:
     """Every mode of one problem: compiled one after the other (each DIODE mode with its own
-    prediction cache under ``caches``), then timed together, their runs interleaved. A mode's
-    ``torch.compile`` options are ``options[mode]`` (default :data:`MODES`). A mode that fails
-    to compile gets an ``error`` and is not timed."""
+    prediction cache under ``caches``), then timed together, their runs interleaved, in
+    :data:`ROUNDS` rounds (``rounds_us``: each round's median). A mode's ``torch.compile``
+    options are ``options[mode]`` (default :data:`MODES`). A mode that fails to compile gets an
+    ``error`` and is not timed."""
     figures, compiled = {}, {}
     torch._dynamo.reset()
     for mode in modes:
@@ -238,9 +248,12 @@ def measure_row(fn, args, modes: list[str], timer, caches: str, options: dict | 
         except Exception as err:  # one failing compile must not lose the other modes
             figures[mode] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
     timed = list(compiled)
-    samples = timer.time([lambda f=compiled[mode]: f(*args) for mode in timed]) if timed else []
-    for mode, runs in zip(timed, samples):
-        figures[mode].update(runtime_us=statistics.median(runs), runs=len(runs))
+    launches = [lambda f=compiled[mode]: f(*args) for mode in timed]
+    rounds = [timer.time(launches) for _ in range(ROUNDS)] if timed else []
+    for i, mode in enumerate(timed):
+        medians = [statistics.median(samples[i]) for samples in rounds]
+        runs = sum(len(samples[i]) for samples in rounds)
+        figures[mode].update(runtime_us=statistics.median(medians), rounds_us=medians, runs=runs)
     return figures
 
 
@@ -264,6 +277,9 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
     disagreements = same_kernel_disagreements(rows)
     if disagreements:
         summary["same_kernel_disagreements"] = disagreements
+    unsteady = unsteady_rounds(rows)
+    if unsteady:
+        summary["unsteady_rounds"] = unsteady
     return summary
 
 
@@ -287,6 +303,18 @@ def same_kernel_disagreements(rows: list[dict]) -> list[dict]:
             if len(runtimes) > 1 and max(runtimes.values()) > SAME_KERNEL_TOLERANCE * min(runtimes.values()):
                 found.append({"problem": row["describe"], "pick": pick, "runtime_us": runtimes})
     return found
+
+
+def unsteady_rounds(rows: list[dict]) -> list[dict]:
+    """The modes whose rounds of one row were timed more than :data:`SAME_KERNEL_TOLERANCE`
+    apart: the problem, the mode and its rounds' medians."""
+    return [
+        {"problem": row["describe"], "mode": mode, "rounds_us": figures["rounds_us"]}
+        for row in rows
+        for mode, figures in row["modes"].items()
+        if len(figures.get("rounds_us", ())) > 1
+        and max(figures["rounds_us"]) > SAME_KERNEL_TOLERANCE * min(figures["rounds_us"])
+    ]
 
 
 def warm_comparison(cold: dict, warm: dict) -> dict:

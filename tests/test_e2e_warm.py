@@ -52,11 +52,24 @@ def test_every_mode_is_timed_as_compiled_without_compiling_again(e2e, tmp_path):
 
     fn, args = e2e.make_case(GemmProblem("mm", 8, 16, 32, dtype="float32"), "cpu")
     options = {"plain": {}, "unrolled": {"max_autotune": False, "size_asserts": False}}
-    timer = CountingTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host"))
+    timer = CountingTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
     figures = e2e.measure_row(fn, args, list(options), timer, str(tmp_path / "diode"), options)
-    assert graphs == [0]
-    assert all(f["compile_s"] > 0 and f["runs"] >= 1 and f["relative_error"] < 1e-5 for f in figures.values())
+    assert graphs == [0] * e2e.ROUNDS
+    for f in figures.values():
+        assert f["compile_s"] > 0 and f["relative_error"] < 1e-5 and f["runs"] == 4 * e2e.ROUNDS
+        assert len(f["rounds_us"]) == e2e.ROUNDS and f["runtime_us"] == sorted(f["rounds_us"])[e2e.ROUNDS // 2]
     torch._dynamo.reset()
+
+
+def test_the_summary_flags_modes_whose_rounds_disagree(e2e):
+    """A mode timed more than SAME_KERNEL_TOLERANCE apart across the rounds of its row is
+    listed, with its rounds; a steady one is not."""
+    rows = [{"describe": "mm 8x8x8", "modes": {
+        "no_autotune": {"compile_s": 0.1, "runtime_us": 10.0, "vs_best": 1.0, "rounds_us": [10.0, 10.2, 9.9]},
+        "diode_pick": {**decided("aten::mm", 1, 0.2), "runtime_us": 10.1, "vs_best": 1.01, "rounds_us": [10.1, 44.9, 9.8]},
+    }}]  # fmt: skip
+    summary = e2e.summarize(rows, ["no_autotune", "diode_pick"])
+    assert summary["unsteady_rounds"] == [{"problem": "mm 8x8x8", "mode": "diode_pick", "rounds_us": [10.1, 44.9, 9.8]}]
 
 
 def test_the_summary_flags_modes_that_compiled_the_same_kernel_but_timed_apart(e2e):
