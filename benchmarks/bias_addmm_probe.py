@@ -21,7 +21,7 @@ from torch._inductor.utils import run_and_get_code
 
 config.force_disable_caches = True
 out = os.environ["OUT"]
-timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0))
+timer = Timer(TimingMethod(**e.TIMING))
 problems = [GemmProblem("addmm", 197, 2304, 768, dtype="float32", a_layout="row", b_layout="col", bias="row"),
             GemmProblem("addmm", 576, 1280, 1280, dtype="float16", a_layout="row", b_layout="col", bias="row"),
             GemmProblem("addmm", 8192, 320, 320, dtype="float16", a_layout="row", b_layout="col", bias="row")]

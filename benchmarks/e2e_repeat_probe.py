@@ -21,7 +21,7 @@ from torch._inductor.utils import run_and_get_code
 
 config.force_disable_caches = True
 out = os.environ["OUT"]
-timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0))
+timer = Timer(TimingMethod(**e.TIMING))
 report = {}
 warm_fn, warm_args = e.make_case(GemmProblem("mm", 192, 320, 256))
 e.measure_row(warm_fn, warm_args, ["no_autotune", "diode_pick", "diode_fast"], timer, "/tmp/probe-warm")
@@ -37,7 +37,8 @@ report["anomaly"] = []
 for i, modes in enumerate(orders):
     fn, args = e.make_case(anomaly)
     row = brief(e.measure_row(fn, args, modes, timer, f"/tmp/probe-a{i}"))
-    report["anomaly"].append(row); print("anomaly", i, json.dumps(row), flush=True)
+    report["anomaly"].append(row)
+    print("anomaly", i, json.dumps(row), flush=True)
 torch._dynamo.reset()
 os.environ["DIODE_CACHE_DIR"] = "/tmp/probe-code"
 fn, args = e.make_case(anomaly)
@@ -46,11 +47,11 @@ open(f"{out}/anomaly_pick_code.py", "w").write("\n\n# ----\n\n".join(code))
 
 for p in [GemmProblem("bmm", 256, 160, 256, batch=16, dtype="float16"),
           GemmProblem("addmm", 200, 3072, 768, dtype="bfloat16", a_layout="row", b_layout="col", bias="row")]:
-    op = p.op
     rows = []
     for i in range(4):
         fn, args = e.make_case(p)
-        row = brief(e.measure_row(fn, args, ["no_autotune", "diode_fast"], timer, f"/tmp/probe-{op}-{i}"))
-        rows.append(row); print(p.describe(), i, json.dumps(row), flush=True)
+        row = brief(e.measure_row(fn, args, ["no_autotune", "diode_fast"], timer, f"/tmp/probe-{p.op}-{i}"))
+        rows.append(row)
+        print(p.describe(), i, json.dumps(row), flush=True)
     report[p.describe()] = rows
 json.dump(report, open(f"{out}/probe.json", "w"), indent=1)

@@ -226,6 +226,9 @@ def prediction_cache(root: str, mode: str) -> str:
     return str(Path(root) / ("diode_fast" if mode == "diode_warm" else mode))
 
 
+#: The timing method's settings (``diode_backend.timing.TimingMethod``): more runs than the
+#: collector's, every mode in full.
+TIMING = {"min_reps": 20, "max_reps": 200, "budget_us": 20000.0, "slow_ratio": 0.0}
 #: Each row's modes are timed together this many times, a mode's runtime the median of its
 #: rounds' medians: a mode can be timed far slower in one round than in the others
 #: (benchmarks/results/h100_e2e_probes_2026-11-24/), and in a single round such a row stands
@@ -549,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         candidates = [p for p in dataset.split("validation") if p.problem.describe() in cold_rows]
     count = args.problems if args.problems is not None else (len(candidates) if families or cold_rows else 32)
     chosen = choose(candidates, count)
-    method = TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0)
+    method = TimingMethod(**TIMING)
     timer = Timer(method) if cuda else HostTimer(method)
     result = {
         "benchmark": "e2e_validation",

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from e2e_validation import make_case, measure_row, set_tf32  # sets up the caches before torch loads
+from e2e_validation import TIMING, make_case, measure_row, set_tf32  # sets up the caches before torch loads
 
 import torch
 
@@ -79,7 +79,7 @@ def main() -> None:
     from torch._inductor import config
 
     config.force_disable_caches = True  # every compile cold (not a torch.compile option)
-    timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0))
+    timer = Timer(TimingMethod(**TIMING))
     caches = tempfile.mkdtemp(prefix="diode-gemm-bench-")  # each DIODE mode's prediction cache, fresh
     warm_fn, warm_args = make_case(GemmProblem("mm", 256, 256, 256))
     measure_row(warm_fn, warm_args, modes, timer, caches, MODES)
