@@ -7,7 +7,8 @@ kernel up to 1.17x apart. Per problem, four compiles of no autotuning (cuBLAS) a
 single pick (the same Triton kernel each time), each a ``torch.compile`` of its own (options
 that differ only in a trace setting at its default), all eight timed together in three rounds
 by the e2e run's event timer (``Timer``), then by the CUDA-graph timer (``GraphTimer``, the same
-settings). Per timer and kernel: each copy's median, and the largest over the smallest."""
+settings, on a side stream: graphs cannot be captured on the default one). Per timer and
+kernel: each copy's median, and the largest over the smallest."""
 import json, os, statistics, sys, tempfile
 sys.path.insert(0, "benchmarks")
 import torch
@@ -20,6 +21,7 @@ config.force_disable_caches = True
 out = os.environ["OUT"]
 method = TimingMethod(**e.TIMING)
 timers = {"event": Timer(method), "graph": GraphTimer(method)}
+side = torch.cuda.Stream()  # graphs cannot be captured on the default stream
 #: settings at their defaults: each makes a compile's options differ, so Dynamo compiles anew
 SAME = ["trace.enabled", "trace.compile_profile", "trace.debug_log", "trace.info_log"]
 problems = [
@@ -42,7 +44,11 @@ for problem in problems:
     launches = [lambda f=f: f(*args) for f in compiled.values()]
     row = {"problem": problem.describe()}
     for name, timer in timers.items():
-        rounds = [timer.time(launches) for _ in range(e.ROUNDS)]
+        stream = side if name == "graph" else torch.cuda.current_stream()  # the event timer as the e2e run
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            rounds = [timer.time(launches) for _ in range(e.ROUNDS)]
+        torch.cuda.current_stream().wait_stream(stream)
         medians = {k: statistics.median(statistics.median(r[i]) for r in rounds) for i, k in enumerate(compiled)}
         row[name] = {"median_us": medians}
         for mode in ("no_autotune", "diode_pick"):
