@@ -1,0 +1,83 @@
+"""Where a warm compile of a Triton winner spends the time no autotuning does not (GPU).
+
+    OUT=DIR python benchmarks/warm_profile_probe.py     # DIR/warm_profile.json, DIR/warm_profile_*.txt
+
+With DIODE's cache warm and the kernel caches kept, a held-out GEMM whose stored winner is an
+ATen call compiles as fast as with no autotuning, one whose winner is a Triton tile takes about
+1.7x as long (``h100_e2e_warm_winnersearch_2026-11-24.json``). This process compiles eight such
+GEMMs with the defaults (filling DIODE's prediction cache and the kernel caches in fresh folders),
+then runs itself again in a new process (``--warm``) that, after a warm-up compile, compiles each
+GEMM with no autotuning and with the defaults, Inductor's FX-graph and autotune caches off and
+the kernel caches kept as ``e2e_validation --kernel-cache`` keeps them, each compile profiled by
+cProfile. Written: each compile's time, and per mode the profile of all its compiles (cumulative
+and own time, the 60 largest)."""
+import cProfile, io, json, os, pstats, subprocess, sys, tempfile, time
+
+WARM = "--warm" in sys.argv
+if not WARM:  # fresh cache folders, set before e2e_validation or Triton read them; the warm process inherits them
+    folder = tempfile.mkdtemp()
+    os.environ.update({name: f"{folder}/{name.lower()}" for name in ("DIODE_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")})
+sys.path.insert(0, "benchmarks")
+import torch
+import e2e_validation as e
+from diode_backend.problem import GemmProblem
+
+#: Held-out GEMMs whose stored winner was a Triton tile in the warm run named above.
+PROBLEMS = [
+    GemmProblem("mm", 77, 320, 768, dtype="float16", a_layout="row", b_layout="col"),
+    GemmProblem("bmm", 256, 64, 256, batch=512, dtype="float32"),
+    GemmProblem("addmm", 2, 1280, 320, dtype="float16", a_layout="row", b_layout="col", bias="row"),
+    GemmProblem("bmm", 9216, 40, 9216, batch=8, dtype="float16"),
+    GemmProblem("bmm", 256, 160, 256, batch=16, dtype="float16"),
+    GemmProblem("addmm", 20, 3072, 768, dtype="bfloat16", a_layout="row", b_layout="col", bias="row"),
+    GemmProblem("mm", 64, 1, 2048, dtype="bfloat16", a_layout="row", b_layout="col"),
+    GemmProblem("mm", 12, 2048, 1408, dtype="bfloat16", a_layout="row", b_layout="col"),
+]
+out = os.environ["OUT"]
+
+
+def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | None = None) -> float:
+    e.set_tf32(problem)
+    fn, args = e.make_case(problem)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, options=e.MODES[mode])
+    e.synchronize()
+    if profile is not None:
+        profile.enable()
+    started = time.perf_counter()
+    compiled(*args)
+    e.synchronize()
+    elapsed = time.perf_counter() - started
+    if profile is not None:
+        profile.disable()
+    return elapsed
+
+
+def profile_text(profile: cProfile.Profile, order: str) -> str:
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats(order).print_stats(60)
+    return text.getvalue()
+
+
+if WARM:
+    e.keep_kernel_caches()
+    compile_timed(GemmProblem("mm", 192, 320, 256), "no_autotune")
+    compile_timed(GemmProblem("mm", 192, 320, 256), "diode_warm")
+    profiles = {"no_autotune": cProfile.Profile(), "diode_warm": cProfile.Profile()}
+    rows = []
+    for problem in PROBLEMS:
+        row = {"problem": problem.describe()}
+        for mode, profile in profiles.items():
+            row[mode] = compile_timed(problem, mode, profile)
+        rows.append(row)
+        print(row, flush=True)
+    for mode, profile in profiles.items():
+        for order in ("cumulative", "tottime"):
+            with open(f"{out}/warm_profile_{mode}_{order}.txt", "w") as f:
+                f.write(profile_text(profile, order))
+    json.dump({"rows": rows, "environment": {"torch": torch.__version__}}, open(f"{out}/warm_profile.json", "w"), indent=1)
+else:
+    e.keep_kernel_caches()
+    for problem in PROBLEMS:
+        print("cold", problem.describe(), round(compile_timed(problem, "diode_fast"), 3), flush=True)
+    subprocess.run([sys.executable, __file__, "--warm"], check=True)
