@@ -11,7 +11,11 @@ measured candidate is known), the GEMM is compiled with:
 - optionally ``diode_pick`` (``--modes``): the same with ``diode_fallback_to_autotune=False``,
   the model's top pick whatever its confidence;
 - ``diode_warm`` (with ``--warm-from``): ``diode_fast``'s options in a new process whose DIODE
-  prediction cache is the one an earlier run filled.
+  prediction cache is the one an earlier run filled;
+- ``no_autotune_again`` (:data:`CONTROL`): ``no_autotune`` compiled a second time, the same
+  program timed beside the first, so every run says how far apart its timer puts one program
+  (the summary's ``timer_spread``): a difference between modes smaller than that is noise. It
+  is left out of each row's best mode.
 
 Method: one process; each mode first compiles a warm-up GEMM so one-time costs (CUDA context,
 Triton import, compile workers) stay out of the rows; Inductor's caches off
@@ -27,7 +31,7 @@ flushed before each run, median), more repetitions, so that drift of the machine
 all modes alike, in three rounds (a mode's runtime: the median of its rounds' medians; the
 summary's ``unsteady_rounds`` lists the modes whose rounds were more than 10% apart); ``vs_best``
 divides it by the dataset's fastest measured candidate,
-``vs_best_mode`` by the fastest mode of the row. Results are written after every problem;
+``vs_best_mode`` by the fastest mode of the row (the control left out). Results are written after every problem;
 ``--resume`` continues a file an earlier call wrote (its complete rows kept and their problems
 skipped; a row with a failed mode is measured again), so a run longer than one GPU call is made
 in several. Problems run in a fixed pseudo-random order, so the rows of a run cut short are a
@@ -117,8 +121,12 @@ MODES = {
         "max_autotune_gemm_search_space": "DEFAULT",
     },
     "diode_warm": DIODE_DEFAULTS,
+    # a setting at its default: the same program, but options that differ, so Dynamo compiles it anew
+    "no_autotune_again": {"trace.enabled": False},
 }
-DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default")
+#: The mode that times ``no_autotune``'s program again (``timer_spread``).
+CONTROL = "no_autotune_again"
+DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default", CONTROL)
 WARM_MODES = ("no_autotune", "diode_warm")
 #: How close to no autotuning a warm compile must be (issue 14: within 10%).
 WARM_BOUND = 1.1
@@ -267,6 +275,33 @@ def set_tf32(problem: GemmProblem) -> None:
     torch.set_float32_matmul_precision("high" if problem.allow_tf32 else "highest")
 
 
+def rank_modes(figures: dict[str, dict], best_us: float) -> None:
+    """Each timed mode's ``vs_best`` (over the dataset's fastest candidate, ``best_us``) and
+    ``vs_best_mode`` (over the row's fastest mode, :data:`CONTROL` left out)."""
+    timed = {mode: f for mode, f in figures.items() if "runtime_us" in f}
+    ranked = [f["runtime_us"] for mode, f in timed.items() if mode != CONTROL]
+    for f in timed.values():
+        f["vs_best"] = f["runtime_us"] / best_us
+        if ranked:
+            f["vs_best_mode"] = f["runtime_us"] / min(ranked)
+
+
+def timer_spread(rows: list[dict]) -> dict | None:
+    """Over the rows that timed ``no_autotune`` and :data:`CONTROL` (one program, compiled
+    twice): the larger of the two runtimes over the smaller, its median, 90th percentile and
+    worst; None without such rows."""
+    ratios = sorted(
+        max(a, b) / min(a, b)
+        for row in rows
+        for a, b in [(row["modes"].get(m, {}).get("runtime_us") for m in ("no_autotune", CONTROL))]
+        if a and b
+    )
+    if not ratios:
+        return None
+    p90 = float(torch.quantile(torch.tensor(ratios, dtype=torch.float64), 0.9))  # as summarize_rows
+    return {"problems": len(ratios), "median": statistics.median(ratios), "p90": p90, "worst": ratios[-1]}
+
+
 def summarize(rows: list[dict], modes: list[str]) -> dict:
     """Per mode: runtime over the best measured candidate and over the row's best mode
     (geometric mean, 90th percentile, worst), and compile time (median, total); overall and
@@ -283,6 +318,9 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
     unsteady = unsteady_rounds(rows)
     if unsteady:
         summary["unsteady_rounds"] = unsteady
+    spread = timer_spread(rows)
+    if spread:
+        summary["timer_spread"] = spread
     return summary
 
 
@@ -596,10 +634,7 @@ def main(argv: list[str] | None = None) -> int:
             "workload_class": workload_class(problem), "best_measured_us": item.best_us,
             "modes": measure_row(fn, inputs, modes, timer, caches),
         }  # fmt: skip
-        timed = [f for f in row["modes"].values() if "runtime_us" in f]
-        for figures in timed:
-            figures["vs_best"] = figures["runtime_us"] / item.best_us
-            figures["vs_best_mode"] = figures["runtime_us"] / min(f["runtime_us"] for f in timed)
+        rank_modes(row["modes"], item.best_us)
         if cold_rows:
             row["warm"] = warm_comparison(cold_rows[row["describe"]], row)
         result["rows"].append(row)

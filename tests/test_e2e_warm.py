@@ -61,6 +61,43 @@ def test_every_mode_is_timed_as_compiled_without_compiling_again(e2e, tmp_path):
     torch._dynamo.reset()
 
 
+def test_the_control_compiles_the_same_program_anew(e2e, tmp_path):
+    """no_autotune_again is compiled by Dynamo a second time (its options differ only in a
+    setting at its default), so the row times two compiles of one program, and they agree."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from diode_backend.problem import GemmProblem
+    from diode_backend.timing import HostTimer, TimingMethod
+
+    fn, args = e2e.make_case(GemmProblem("mm", 8, 16, 32, dtype="float32"), "cpu")
+    timer = HostTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
+    before = counters["stats"]["unique_graphs"]
+    figures = e2e.measure_row(fn, args, ["no_autotune", e2e.CONTROL], timer, str(tmp_path / "diode"))
+    assert counters["stats"]["unique_graphs"] - before == 2
+    assert all(f["compile_s"] > 0 and f["relative_error"] < 1e-5 for f in figures.values())
+    torch._dynamo.reset()
+
+
+def test_the_best_mode_of_a_row_leaves_the_control_out(e2e):
+    figures = {"no_autotune": {"runtime_us": 10.0}, e2e.CONTROL: {"runtime_us": 8.0}, "diode_fast": {"runtime_us": 12.0}, "max_autotune_default": {"error": "boom"}}
+    e2e.rank_modes(figures, best_us=5.0)
+    assert {m: f.get("vs_best_mode") for m, f in figures.items()} == {"no_autotune": 1.0, e2e.CONTROL: 0.8, "diode_fast": 1.2, "max_autotune_default": None}
+    assert figures["diode_fast"]["vs_best"] == pytest.approx(2.4) and "vs_best" not in figures["max_autotune_default"]
+
+
+def test_the_timer_spread_is_how_far_apart_the_two_compiles_of_one_program_were_timed(e2e):
+    def timed(*runtimes_us: float) -> dict:
+        return {mode: {"compile_s": 0.1, "runtime_us": t} for mode, t in zip(("no_autotune", e2e.CONTROL), runtimes_us)}
+
+    rows = [{"modes": timed(10.0, 11.0)}, {"modes": timed(12.0, 10.0)}, {"modes": timed(9.0, 9.0)}]
+    rows.append({"modes": {**timed(9.0), e2e.CONTROL: {"error": "boom"}}})
+    spread = e2e.summarize(rows, ["no_autotune", e2e.CONTROL])["timer_spread"]
+    assert spread["problems"] == 3 and spread["median"] == pytest.approx(1.1) and spread["worst"] == pytest.approx(1.2)
+    assert spread["p90"] == pytest.approx(1.18)
+    assert "timer_spread" not in e2e.summarize(rows[3:], ["no_autotune", e2e.CONTROL])
+
+
 def test_the_summary_flags_modes_whose_rounds_disagree(e2e):
     """A mode timed more than SAME_KERNEL_TOLERANCE apart across the rounds of its row is
     listed, with its rounds; a steady one is not."""
