@@ -30,12 +30,12 @@ interleaved round robin, as the dataset's candidates were (``diode_backend.timin
 flushed before each run, median), more repetitions, so that drift of the machine spreads over
 all modes alike, in three rounds (a mode's runtime: the median of its rounds' medians; the
 summary's ``unsteady_rounds`` lists the modes whose rounds were more than 10% apart); ``vs_best``
-divides it by the dataset's fastest measured candidate,
-``vs_best_mode`` by the fastest mode of the row (the control left out). Results are written after every problem;
-``--resume`` continues a file an earlier call wrote (its complete rows kept and their problems
-skipped; a row with a failed mode is measured again), so a run longer than one GPU call is made
-in several. Problems run in a fixed pseudo-random order, so the rows of a run cut short are a
-fair sample. Each run records its cache folders (``caches``); each DIODE mode keeps its
+divides it by the dataset's fastest measured candidate, ``vs_best_mode`` by the fastest mode of
+the row (the control left out). Results are written after every problem; ``--resume``
+continues a file an earlier call wrote (its complete rows kept and their problems skipped; a row
+with a failed mode is measured again), so a run longer than one GPU call is made in several.
+Problems run in a fixed pseudo-random order, so the rows of a run cut short are a fair sample.
+Each run records its cache folders (``caches``); each DIODE mode keeps its
 prediction cache in a folder of its own under ``caches.diode``. ``--families`` takes the
 validation problems of named model families (``held-out``: those of
 ``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
@@ -290,12 +290,8 @@ def timer_spread(rows: list[dict]) -> dict | None:
     """Over the rows that timed ``no_autotune`` and :data:`CONTROL` (one program, compiled
     twice): the larger of the two runtimes over the smaller, its median, 90th percentile and
     worst; None without such rows."""
-    ratios = sorted(
-        max(a, b) / min(a, b)
-        for row in rows
-        for a, b in [(row["modes"].get(m, {}).get("runtime_us") for m in ("no_autotune", CONTROL))]
-        if a and b
-    )
+    pairs = [[row["modes"].get(mode, {}).get("runtime_us") for mode in ("no_autotune", CONTROL)] for row in rows]
+    ratios = sorted(max(a, b) / min(a, b) for a, b in pairs if a and b)
     if not ratios:
         return None
     p90 = float(torch.quantile(torch.tensor(ratios, dtype=torch.float64), 0.9))  # as summarize_rows
