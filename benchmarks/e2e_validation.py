@@ -102,6 +102,7 @@ from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: 
 from diode_backend.offline.families import family_of, parse_families  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
 from diode_backend.offline.workload import workload_class  # noqa: E402
+from diode_backend.inductor.feedback import observe_autotuning  # noqa: E402
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
 #: DIODE with its defaults.
@@ -193,14 +194,18 @@ def synchronize() -> None:
 
 def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
     """Compile ``fn`` under ``options``: its compile time (s), relative error against a float64
-    reference and DIODE's decision, and the compiled function. Cold with Inductor's caches off:
-    Dynamo traces each ``torch.compile`` of ``fn`` anew (its backend differs), while those
-    compiled before keep theirs; a caller resets Dynamo before a problem's first mode."""
+    reference, DIODE's decision, what Inductor's own autotuning picked where it benchmarked
+    (``autotuned``: per benchmarked GEMM the fastest candidate, its time and how many were
+    timed), and the compiled function. Cold with Inductor's caches off: Dynamo traces each
+    ``torch.compile`` of ``fn`` anew (its backend differs), while those compiled before keep
+    theirs; a caller resets Dynamo before a problem's first mode."""
     diode_backend.reset_stats()
     compiled = torch.compile(fn, options=options)
+    autotuned: list = []
     synchronize()
     start = time.perf_counter()
-    out = compiled(*args)
+    with observe_autotuning(autotuned.append, lambda *_: None):
+        out = compiled(*args)
     synchronize()
     compile_s = time.perf_counter() - start
     reference = fn(*[x.double() for x in args])
@@ -224,7 +229,15 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
         }
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,
+        **({"autotuned": [autotune_pick(gemm) for gemm in autotuned]} if autotuned else {}),
     }, compiled
+
+
+def autotune_pick(gemm) -> dict:
+    """An :class:`~diode_backend.inductor.feedback.ObservedGemm`'s fastest candidate (what
+    Inductor's autotuning compiles), its time in microseconds, and how many candidates ran."""
+    time_us, config = min(zip(gemm.times_us, gemm.configs), key=lambda pair: pair[0])
+    return {"pick": config.describe(), "autotune_us": time_us, "timed": len(gemm.configs), "failed": gemm.failed}
 
 
 def prediction_cache(root: str, mode: str) -> str:

@@ -79,6 +79,25 @@ def test_the_control_compiles_the_same_program_anew(e2e, tmp_path):
     torch._dynamo.reset()
 
 
+def test_a_mode_that_autotunes_records_inductors_pick(e2e):
+    """Where Inductor benchmarks (here its C++ template against ATen on the CPU), the mode's
+    figures name the fastest candidate, the kernel it compiles; a mode that benchmarks nothing
+    has no such entry."""
+    import torch
+
+    from diode_backend.problem import GemmProblem
+
+    fn, args = e2e.make_case(GemmProblem("bmm", 16, 24, 8, batch=3, dtype="float32"), "cpu")
+    torch._dynamo.reset()
+    plain, _ = e2e.compile_mode(fn, args, {})
+    tuned, _ = e2e.compile_mode(fn, args, {"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"})
+    assert "autotuned" not in plain
+    (pick,) = tuned["autotuned"]
+    assert pick["timed"] >= 2 and pick["failed"] == 0 and 0 < pick["autotune_us"] < 1e6
+    assert pick["pick"].startswith(("aten::bmm", "cpp::"))
+    torch._dynamo.reset()
+
+
 def test_the_best_mode_of_a_row_leaves_the_control_out(e2e):
     figures = {"no_autotune": {"runtime_us": 10.0}, e2e.CONTROL: {"runtime_us": 8.0}, "diode_fast": {"runtime_us": 12.0}, "max_autotune_default": {"error": "boom"}}
     e2e.rank_modes(figures, best_us=5.0)
