@@ -271,14 +271,22 @@ def measure_row(fn, args, modes: list[str], timer, caches: str, options: dict | 
             figures[mode], compiled[mode] = compile_mode(fn, args, (options or MODES)[mode])
         except Exception as err:  # one failing compile must not lose the other modes
             figures[mode] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
-    timed = list(compiled)
-    launches = [lambda f=compiled[mode]: f(*args) for mode in timed]
-    rounds = [timer.time(launches) for _ in range(ROUNDS)] if timed else []
-    for i, mode in enumerate(timed):
-        medians = [statistics.median(samples[i]) for samples in rounds]
-        runs = sum(len(samples[i]) for samples in rounds)
-        figures[mode].update(runtime_us=statistics.median(medians), rounds_us=medians, runs=runs)
+    launches = [lambda f=f: f(*args) for f in compiled.values()]
+    for mode, timing in zip(compiled, time_rounds(launches, timer)):
+        figures[mode].update(timing)
     return figures
+
+
+def time_rounds(launches: list, timer) -> list[dict]:
+    """``launches`` timed together by ``timer`` in :data:`ROUNDS` rounds, their runs interleaved:
+    per launch its ``runtime_us`` (the median of its rounds' medians), ``rounds_us`` (each
+    round's median) and ``runs`` (how many timed runs in all)."""
+    rounds = [timer.time(launches) for _ in range(ROUNDS)] if launches else []
+    timings = []
+    for i in range(len(launches)):
+        medians = [statistics.median(samples[i]) for samples in rounds]
+        timings.append({"runtime_us": statistics.median(medians), "rounds_us": medians, "runs": sum(len(s[i]) for s in rounds)})
+    return timings
 
 
 def set_tf32(problem: GemmProblem) -> None:

@@ -10,7 +10,7 @@ prediction cache, all four then timed together by the e2e run's timer in its thr
 Each measured compile records what DIODE timed (candidate, microseconds). Inductor's caches off
 as in the e2e run. The problems are the rows of ``E2E_JSON`` (default: the held-out run of
 2026-11-25) whose ``diode_fast`` ran more than 5% slower than ``diode_pick``."""
-import json, os, statistics, sys, tempfile
+import json, os, sys, tempfile
 from dataclasses import replace
 sys.path.insert(0, "benchmarks")
 import torch
@@ -65,11 +65,8 @@ for row in lost:
             options = dict(e.MODES["diode_fast"], **({"trace.enabled": False} if mode != "diode_fast" else {}))
             modes[mode], compiled[mode] = compile_with(method, fn, args, options)
         measure.METHOD = methods["diode_fast"]
-        launches = [lambda f=f: f(*args) for f in compiled.values()]
-        rounds = [timer.time(launches) for _ in range(e.ROUNDS)]
-        for i, mode in enumerate(compiled):
-            modes[mode]["rounds_us"] = [round(statistics.median(r[i]), 3) for r in rounds]
-            modes[mode]["runtime_us"] = statistics.median(modes[mode]["rounds_us"])
+        for mode, timing in zip(compiled, e.time_rounds([lambda f=f: f(*args) for f in compiled.values()], timer)):
+            modes[mode].update(timing)
         report["rows"].append({"problem": problem.describe(), "repeat": repeat, "modes": modes})
         print(problem.describe(), repeat, {m: (f["pick"], f["runtime_us"]) for m, f in modes.items()}, flush=True)
         json.dump(report, open(f"{out}/measure_reps.json", "w"), indent=1)

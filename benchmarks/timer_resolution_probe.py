@@ -9,7 +9,7 @@ that differ only in a trace setting at its default), all eight timed together in
 by the e2e run's event timer (``Timer``), then by the CUDA-graph timer (``GraphTimer``, the same
 settings, on a side stream: graphs cannot be captured on the default one). Per timer and
 kernel: each copy's median and host time to launch, and the largest median over the smallest."""
-import json, os, statistics, sys, tempfile
+import json, os, sys, tempfile
 sys.path.insert(0, "benchmarks")
 import torch
 import e2e_validation as e
@@ -47,9 +47,9 @@ for problem in problems:
         stream = side if name == "graph" else torch.cuda.current_stream()  # the event timer as the e2e run
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            rounds = [timer.time(launches) for _ in range(e.ROUNDS)]
+            timings = e.time_rounds(launches, timer)
         torch.cuda.current_stream().wait_stream(stream)
-        medians = {k: statistics.median(statistics.median(r[i]) for r in rounds) for i, k in enumerate(compiled)}
+        medians = {k: timing["runtime_us"] for k, timing in zip(compiled, timings)}
         # each copy's host time to launch (the event timer sleeps in proportion to it before each run)
         row[name] = {"median_us": medians, "host_us": dict(zip(compiled, timer.host_us))}
         for mode in ("no_autotune", "diode_pick"):
