@@ -9,7 +9,7 @@ that differ only in a trace setting at its default), all eight timed together in
 by the e2e run's event timer (``Timer``), then by the CUDA-graph timer (``GraphTimer``, the same
 settings, on a side stream: graphs cannot be captured on the default one). Per timer and
 kernel: each copy's median and host time to launch, and the largest median over the smallest."""
-import json, os, sys, tempfile
+import json, os, random, statistics, sys, tempfile
 sys.path.insert(0, "benchmarks")
 import torch
 import e2e_validation as e
@@ -32,6 +32,20 @@ problems = [
     GemmProblem("mm", 12, 2048, 1408, dtype="bfloat16", a_layout="row", b_layout="col"),
     GemmProblem("bmm", 256, 160, 256, batch=16, dtype="float16"),
 ]
+
+
+def interquartile_mean(samples):
+    """The mean of the middle half of ``samples``: robust to a slow run like the median, but
+    it averages the event clock's ticks where a median lands on one of them."""
+    ordered = sorted(samples)
+    quarter = len(ordered) // 4
+    return statistics.fmean(ordered[quarter:len(ordered) - quarter])
+
+
+#: per round, a copy's time from its samples; a copy's figure is the median over its rounds
+STATISTICS = {"median": statistics.median, "mean": statistics.fmean, "interquartile_mean": interquartile_mean}
+PERMUTED = 6  # rounds in a random order after the fixed ones
+random.seed(0)
 report = {"method": vars(method), "rounds": e.ROUNDS, "rows": []}
 for problem in problems:
     fn, args = e.make_case(problem)
@@ -41,21 +55,31 @@ for problem in problems:
         os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp()
         for copy, setting in enumerate(SAME):
             compiled[f"{mode}#{copy}"] = e.compile_mode(fn, args, dict(e.MODES[mode], **{setting: False}))[1]
+        compiled[f"{mode}#0 again"] = compiled[f"{mode}#0"]  # one compiled function timed as two launches
     launches = [lambda f=f: f(*args) for f in compiled.values()]
     row = {"problem": problem.describe()}
     for name, timer in timers.items():
         stream = side if name == "graph" else torch.cuda.current_stream()  # the event timer as the e2e run
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            timings = e.time_rounds(launches, timer)
+            rounds = [(list(range(len(launches))), timer.time(launches)) for _ in range(e.ROUNDS)]
+            for _ in range(PERMUTED):  # the same copies in a new order each round: does a copy's offset follow it?
+                order = random.sample(range(len(launches)), len(launches))
+                timed = timer.time([launches[i] for i in order])
+                rounds.append((order, [timed[order.index(i)] for i in range(len(launches))]))
         torch.cuda.current_stream().wait_stream(stream)
-        medians = {k: timing["runtime_us"] for k, timing in zip(compiled, timings)}
         # each copy's host time to launch (the event timer sleeps in proportion to it before each run)
-        row[name] = {"median_us": medians, "host_us": dict(zip(compiled, timer.host_us))}
-        for mode in ("no_autotune", "diode_pick"):
-            copies = [t for k, t in medians.items() if k.startswith(mode)]
-            row[name][f"{mode}_max_over_min"] = max(copies) / min(copies)
+        row[name] = {"orders": [order for order, _ in rounds], "host_us": dict(zip(compiled, timer.host_us)),
+                     "samples_us": {k: [r[i] for _, r in rounds] for i, k in enumerate(compiled)}}
+        for part, chosen in (("fixed", slice(0, e.ROUNDS)), ("permuted", slice(e.ROUNDS, None))):
+            for stat, summarize in STATISTICS.items():
+                summary = {k: statistics.median(summarize(s) for s in per_round[chosen]) for k, per_round in row[name]["samples_us"].items()}
+                row[name][f"{part} {stat}"] = figure = {"us": summary}
+                for mode in ("no_autotune", "diode_pick"):
+                    copies = [t for k, t in summary.items() if k.startswith(mode)]
+                    figure[f"{mode}_max_over_min"] = max(copies) / min(copies)
     report["rows"].append(row)
-    print(row["problem"], {n: {m: round(row[n][f"{m}_max_over_min"], 3) for m in ("no_autotune", "diode_pick")} for n in timers},
+    print(row["problem"], {f"{n} {part}": [round(row[n][f"{part} median"][f"{m}_max_over_min"], 3) for m in ("no_autotune", "diode_pick")]
+                           for n in timers for part in ("fixed", "permuted")},
           "graph problems timed by events:", timers["graph"].fallbacks, flush=True)
     json.dump(report, open(f"{out}/timer_resolution.json", "w"), indent=1)

@@ -52,6 +52,10 @@ from typing import Any
 import torch
 
 
+#: the size of the fill between the L2 flush and a timed run (``TimingMethod.settle_fill``)
+SETTLE_BYTES = 1 << 20
+
+
 @dataclass(frozen=True)
 class TimingMethod:
     """The timing parameters, recorded in every shard's ``environment.timing``."""
@@ -60,6 +64,10 @@ class TimingMethod:
     max_reps: int = 10
     budget_us: float = 1500.0
     flush_l2: bool = True
+    #: after each flush, a small fill (:data:`SETTLE_BYTES`) before the start event: the run
+    #: right after a bare flush is timed faster or slower by whether its place in the pass is odd
+    #: or even, so candidates side by side were ranked by their places (docs/decisions.md)
+    settle_fill: bool = True
     guard_margin: float = 1.25
     lead_us: float = 200.0
     max_guard_us: float = 1000.0
@@ -84,7 +92,8 @@ class TimingMethod:
         return counts
 
     def describe(self) -> dict[str, Any]:
-        events = "cuda events around each run, L2 flushed (zeroed buffer of L2 size) before each run"
+        settle = f", then a {SETTLE_BYTES >> 20} MiB buffer zeroed" if self.settle_fill else ""
+        events = f"cuda events around each run, L2 flushed (zeroed buffer of L2 size{settle}) before each run"
         clock = {
             "graph": f"{events}, each round of runs captured once as a CUDA graph and replayed (launches that cannot be "
             "captured: as 'stream')",
@@ -148,6 +157,7 @@ class Timer:
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         # as Inductor: int32 so that zero_() is one plain fill kernel
         self._flush = torch.empty(max(props.L2_cache_size, 1 << 20) // 4, dtype=torch.int, device="cuda")
+        self._settle = torch.empty(SETTLE_BYTES // 4, dtype=torch.int, device="cuda") if method.settle_fill else None
         self._cycles_per_us = getattr(props, "clock_rate", 1_500_000) / 1000  # kHz -> cycles per us
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         self.flush_us = self._time_flush() if method.flush_l2 else 0.0
@@ -209,12 +219,18 @@ class Timer:
         self._run([(i, lambda: None, 1) for i in range(20)])
         return self.loop_us
 
+    def flush_l2(self) -> None:
+        """Flush L2 (zero a buffer of its size), then the settle fill where the method asks."""
+        self._flush.zero_()
+        if self._settle is not None:
+            self._settle.zero_()
+
     def _time_flush(self) -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         samples = []
         for _ in range(5):
             start.record()
-            self._flush.zero_()
+            self.flush_l2()
             end.record()
             end.synchronize()
             samples.append(start.elapsed_time(end) * 1000.0)
@@ -228,7 +244,7 @@ class Timer:
         for j, (i, launch, guard) in enumerate(schedule):
             start, end = self._events[j]
             if self.method.flush_l2:
-                self._flush.zero_()
+                self.flush_l2()
             if j == 0:
                 guard = self._lead_cycles(i)
             if guard:
@@ -257,7 +273,6 @@ class GraphTimer:
     def __init__(self, method: TimingMethod = TimingMethod()) -> None:
         self.method = method
         self.fallback = Timer(method)
-        self._flush = self.fallback._flush
         self.host_us: list[float] = []  # each candidate's host time to be captured, of the last problem
         self.fallbacks = 0  # problems timed by the fallback: every one after a failed capture
 
@@ -307,7 +322,7 @@ class GraphTimer:
         try:
             for i, start, end in events:
                 if self.method.flush_l2:
-                    self._flush.zero_()
+                    self.fallback.flush_l2()
                 start.record()
                 issued = time.perf_counter()
                 launches[i]()
