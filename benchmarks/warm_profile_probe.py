@@ -9,8 +9,9 @@ GEMMs with the defaults (filling DIODE's prediction cache and the kernel caches 
 then runs itself again in a new process (``--warm``) that, after a warm-up compile, compiles each
 GEMM with no autotuning and with the defaults, Inductor's FX-graph and autotune caches off and
 the kernel caches kept as ``e2e_validation --kernel-cache`` keeps them, each compile profiled by
-cProfile. Written: each compile's time, and per mode the profile of all its compiles (cumulative
-and own time, the 60 largest)."""
+cProfile. Written: each compile's time, DIODE's decision and the kernels it compiled itself
+(written to Triton's cache: a miss), cold and warm, and per warm mode the profile of all its
+compiles (cumulative and own time, the 60 largest)."""
 import cProfile, io, json, os, pstats, subprocess, sys, tempfile, time
 
 WARM = "--warm" in sys.argv
@@ -19,6 +20,7 @@ if not WARM:  # fresh cache folders, set before e2e_validation or Triton read th
     os.environ.update({name: f"{folder}/{name.lower()}" for name in ("DIODE_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")})
 sys.path.insert(0, "benchmarks")
 import torch
+import diode_backend
 import e2e_validation as e
 from diode_backend.problem import GemmProblem
 
@@ -36,8 +38,18 @@ PROBLEMS = [
 out = os.environ["OUT"]
 
 
-def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | None = None) -> float:
+def triton_entries() -> set[str]:
+    """The files of Triton's kernel cache, as ``hash/name``."""
+    root = os.environ["TRITON_CACHE_DIR"]
+    return {f"{d}/{f}" for d in os.listdir(root) for f in os.listdir(f"{root}/{d}")} if os.path.isdir(root) else set()
+
+
+def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | None = None) -> dict:
+    """One compile of ``problem`` under ``mode``: its time (s), DIODE's decision and counts, and
+    the kernels it wrote to Triton's cache (each one a cache miss: compiled here)."""
     e.set_tf32(problem)
+    diode_backend.reset_stats()
+    before = triton_entries()
     fn, args = e.make_case(problem)
     torch._dynamo.reset()
     compiled = torch.compile(fn, options=e.MODES[mode])
@@ -50,7 +62,12 @@ def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | N
     elapsed = time.perf_counter() - started
     if profile is not None:
         profile.disable()
-    return elapsed
+    stats = diode_backend.stats()
+    written = sorted(name for name in triton_entries() - before if name.endswith(".json") and "__grp__" not in name)
+    return {"compile_s": elapsed, "single_pick": stats["single_pick"], "benchmarked_top_k": stats["benchmarked_top_k"],
+            "measured_decision_hits": stats["counters"].get("measured_decision_hits", 0),
+            "predicted_decision_hits": stats["counters"].get("predicted_decision_hits", 0),
+            "decision": stats["recent_decisions"][-1] if stats["recent_decisions"] else None, "triton_compiled": written}
 
 
 def profile_text(profile: cProfile.Profile, order: str) -> str:
@@ -70,7 +87,7 @@ if WARM:
         for mode, profile in profiles.items():
             row[mode] = compile_timed(problem, mode, profile)
         rows.append(row)
-        print(row, flush=True)
+        print(row["problem"], {m: (round(r["compile_s"], 3), r["triton_compiled"]) for m, r in row.items() if m != "problem"}, flush=True)
     for mode, profile in profiles.items():
         for order in ("cumulative", "tottime"):
             with open(f"{out}/warm_profile_{mode}_{order}.txt", "w") as f:
@@ -78,6 +95,10 @@ if WARM:
     json.dump({"rows": rows, "environment": {"torch": torch.__version__}}, open(f"{out}/warm_profile.json", "w"), indent=1)
 else:
     e.keep_kernel_caches()
+    cold_rows = []
     for problem in PROBLEMS:
-        print("cold", problem.describe(), round(compile_timed(problem, "diode_fast"), 3), flush=True)
+        cold = compile_timed(problem, "diode_fast")
+        cold_rows.append({"problem": problem.describe(), "diode_fast": cold})
+        print("cold", problem.describe(), round(cold["compile_s"], 3), cold["triton_compiled"], flush=True)
+    json.dump(cold_rows, open(f"{out}/warm_profile_cold.json", "w"), indent=1)
     subprocess.run([sys.executable, __file__, "--warm"], check=True)
