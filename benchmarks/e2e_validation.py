@@ -83,11 +83,13 @@ os.environ.setdefault("DIODE_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-pred
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from unittest import mock  # noqa: E402
 
 import diode_backend._autoload  # noqa: E402
 
@@ -103,6 +105,7 @@ from diode_backend.offline.families import family_of, parse_families  # noqa: E4
 from diode_backend.problem import GemmProblem  # noqa: E402
 from diode_backend.offline.workload import workload_class  # noqa: E402
 from diode_backend.inductor.feedback import observe_autotuning  # noqa: E402
+from torch._inductor.graph import GraphLowering  # noqa: E402
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
 #: DIODE with its defaults.
@@ -196,7 +199,8 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
     """Compile ``fn`` under ``options``: its compile time (s), relative error against a float64
     reference, DIODE's decision, what Inductor's own autotuning picked where it benchmarked
     (``autotuned``: per benchmarked GEMM the fastest candidate, its time and how many were
-    timed), and the compiled function. Cold with Inductor's caches off: Dynamo traces each
+    timed), the kernels its compiled function launches (``kernels``, :func:`launched_kernels`),
+    and the compiled function. Cold with Inductor's caches off: Dynamo traces each
     ``torch.compile`` of ``fn`` anew (its backend differs), while those compiled before keep
     theirs; a caller resets Dynamo before a problem's first mode."""
     diode_backend.reset_stats()
@@ -204,7 +208,10 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
     autotuned: list = []
     synchronize()
     start = time.perf_counter()
-    with observe_autotuning(autotuned.append, lambda *_: None):
+    codes: list[str] = []
+    # Inductor's hook for its output code (a no-op meant to be patched); run_and_get_code, which
+    # patches it too, would reset Dynamo and make the modes compiled before compile again
+    with observe_autotuning(autotuned.append, lambda *_: None), mock.patch.object(GraphLowering, "save_output_code", codes.append):
         out = compiled(*args)
     synchronize()
     compile_s = time.perf_counter() - start
@@ -230,7 +237,23 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,
         **({"autotuned": [autotune_pick(gemm) for gemm in autotuned]} if autotuned else {}),
+        "kernels": [name for code in codes for name in launched_kernels(code)],
     }, compiled
+
+
+#: a kernel launch in Inductor's output code: an ATen or extern call, a Triton kernel's ``run``,
+#: a C++ kernel
+_LAUNCH = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|\w+(?=\.run\()|cpp_fused_\w+)\(?")
+#: the kernels' own sources in the output code (strings), which are not launches
+_SOURCE = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"", re.DOTALL)
+
+
+def launched_kernels(code: str) -> list[str]:
+    """The kernels one call of Inductor's output module ``code`` launches, in order: where a
+    mode runs slower than the kernel it picked, whether its compiled function launches more."""
+    body = _SOURCE.sub("", code)
+    body = body[max(body.find("def call("), 0):]
+    return _LAUNCH.findall(body.split("def get_args(")[0].split("def benchmark_compiled_module(")[0])
 
 
 def autotune_pick(gemm) -> dict:

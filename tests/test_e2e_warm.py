@@ -98,6 +98,25 @@ def test_a_mode_that_autotunes_records_inductors_pick(e2e):
     torch._dynamo.reset()
 
 
+def test_each_mode_names_the_kernels_its_compiled_function_launches(e2e, tmp_path):
+    """Where a mode runs slower than the kernel it picked, the row says whether its compiled
+    function launches more than that kernel: an ATen GEMM alone here, a C++ kernel for a
+    pointwise op after it."""
+    import torch
+
+    from diode_backend.problem import GemmProblem
+    from diode_backend.timing import HostTimer, TimingMethod
+
+    fn, args = e2e.make_case(GemmProblem("addmm", 20, 48, 32, dtype="float32", a_layout="row", b_layout="col", bias="row"), "cpu")
+    timer = HostTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
+    figures = e2e.measure_row(fn, args, ["no_autotune", e2e.CONTROL], timer, str(tmp_path / "diode"))
+    assert all(f["kernels"] == ["extern_kernels.addmm"] for f in figures.values()), figures
+    torch._dynamo.reset()
+    relu, _ = e2e.compile_mode(lambda a, b: torch.relu(a @ b), args[1:], {})
+    assert relu["kernels"][0] == "extern_kernels.mm" and relu["kernels"][1].startswith("cpp_fused_relu"), relu["kernels"]
+    torch._dynamo.reset()
+
+
 def test_the_best_mode_of_a_row_leaves_the_control_out(e2e):
     figures = {"no_autotune": {"runtime_us": 10.0}, e2e.CONTROL: {"runtime_us": 8.0}, "diode_fast": {"runtime_us": 12.0}, "max_autotune_default": {"error": "boom"}}
     e2e.rank_modes(figures, best_us=5.0)
