@@ -630,11 +630,12 @@ def main(argv: list[str] | None = None) -> int:
         candidates = [p for p in dataset.split("validation") if p.problem.describe() in cold_rows]
     count = args.problems if args.problems is not None else (len(candidates) if families or cold_rows else 32)
     chosen = choose(candidates, count)
-    method = TimingMethod(**TIMING)
+    method = TimingMethod(**TIMING, replay="stream" if cuda else "host")
     timer = Timer(method) if cuda else HostTimer(method)
     result = {
         "benchmark": "e2e_validation",
         "method": __doc__.split("Method: ")[1].split("\n\n")[0].replace("\n", " "),
+        "timing": method.describe(),
         "environment": environment(torch.cuda.current_device() if cuda else None),
         "hardware": hardware_of(args.device).to_dict(),
         "dataset_hardware": dataset.hardware.key,
@@ -652,6 +653,8 @@ def main(argv: list[str] | None = None) -> int:
         earlier = json.loads(Path(args.out).read_text())
         if earlier.get("modes") != result["modes"]:
             parser.error(f"{args.out} was written with other --modes ({', '.join(earlier.get('modes', {}))})")
+        if earlier.get("timing") != result["timing"]:
+            parser.error(f"{args.out} was timed by another method (TimingMethod); start a new --out")
         # a row with a failed mode is measured again
         result["rows"] = [row for row in earlier["rows"] if not any("error" in f for f in row["modes"].values())]
         result["earlier_calls"] = earlier.get("earlier_calls", []) + [

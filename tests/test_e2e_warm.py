@@ -216,6 +216,21 @@ def test_kernel_cache_needs_an_earlier_run(e2e, tmp_path, capsys):
     assert "--kernel-cache needs --warm-from" in capsys.readouterr().err
 
 
+def test_a_run_timed_by_another_method_is_not_resumed(e2e, tmp_path, capsys):
+    """Rows timed with another ``TimingMethod`` (the bare flush, say) are not mixed with new ones."""
+    from diode_backend import registry
+    from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, write_shard
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    timings = ProblemTimings(GemmProblem("mm", 64, 48, 32), (KernelConfig("aten", "aten::mm"),), (10.0,), split="validation")
+    write_shard(tmp_path / "data" / "part-000.msgpack", DatasetMeta(registry.detect_hardware("cpu")), [timings])
+    out = tmp_path / "out.json"
+    out.write_text(json.dumps({"modes": {"no_autotune": {}}, "timing": {"method": "another"}, "rows": []}))
+    with pytest.raises(SystemExit):
+        e2e.main([str(tmp_path / "data"), "--device", "cpu", "--modes", "no_autotune", "--resume", "--out", str(out)])
+    assert "was timed by another method" in capsys.readouterr().err
+
+
 def _run_script(*args: str, env: dict) -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
