@@ -4,7 +4,8 @@ With ``cpu_backend="triton"`` Inductor offers its Triton GEMM templates on the C
 whole EXHAUSTIVE space that DIODE ranks. No Triton CPU backend is installed here, so the kernels
 are generated but not compiled (``get_code``), and the backend hash in the kernel source is a
 stand-in. The stored winner sits in the middle of its template's configs: a warm compile
-generates and converts the configs up to it, not the ones after it.
+generates and converts only configs that could become it (its stages and group), and of those
+only the ones up to it.
 """
 
 from __future__ import annotations
@@ -96,8 +97,9 @@ def test_a_warm_compile_generates_the_winners_template_only_up_to_the_winner(mid
         measured.remember(measured.MeasuredDecision(pick.problem, pick.hardware, (pick.winner,), (5.0,), pick.space))
     warm = compile_mm(generated)
     assert diode_backend.stats()["counters"] == {f"{decision}_decision_hits": 1}
-    up_to_winner = tiles.index(pick.winner) + 1
-    assert generated == {"ktcs": up_to_winner, "converted": up_to_winner} and up_to_winner < len(tiles)
+    # only configs that could become the winner are generated, and only up to the winner
+    could_become = [c for c in tiles if (c.num_stages, c.group_m) == (pick.winner.num_stages, pick.winner.group_m)]
+    assert generated["ktcs"] == generated["converted"] <= could_become.index(pick.winner) + 1 < tiles.index(pick.winner) + 1
     assert warm == cold  # the same kernel
 
 
@@ -123,5 +125,25 @@ def test_the_winner_is_found_among_choices_a_users_class_built_itself(middle_til
     finally:
         refresh_choices_handler()
     assert diode_backend.stats()["counters"] == {"predicted_decision_hits": 1}
-    assert generated["converted"] == len([c for c in middle_tile.shown if c.template == pick.winner.template])
+    tiles = [c for c in middle_tile.shown if c.template == pick.winner.template]
+    could_become = [c for c in tiles if (c.num_stages, c.group_m) == (pick.winner.num_stages, pick.winner.group_m)]
+    assert pick.winner in could_become and generated["converted"] <= len(could_become) < len(tiles)
+    assert warm == cold
+
+
+def test_a_failed_narrowing_still_compiles_the_winner_and_is_counted(middle_tile, generated, monkeypatch):
+    from diode_backend.inductor import compat
+
+    cold = compile_mm(generated)
+    (pick,) = predicted.stored_decisions()
+    tiles = [c for c in middle_tile.shown if c.template == pick.winner.template]
+
+    def broken(*args):
+        raise RuntimeError("no heuristic here")
+
+    monkeypatch.setattr(compat, "configs_narrowed", broken)
+    warm = compile_mm(generated)
+    stats = diode_backend.stats()
+    assert stats["counters"]["predicted_decision_hits"] == 1 and stats["errors"] == {"ranking:RuntimeError": 1}
+    assert generated["converted"] == tiles.index(pick.winner) + 1  # the whole list walked, up to the winner
     assert warm == cold

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch._inductor import config
 
 from diode_backend.inductor.backends import candidate_backends
-from diode_backend.inductor.compat import make_config_entry, mark_config_dirty, set_in_code
+from diode_backend.inductor.compat import configs_narrowed, make_config_entry, mark_config_dirty, set_in_code
 
 
 def test_a_made_entry_behaves_like_inductors_own():
@@ -52,3 +52,15 @@ def test_the_backend_check_understands_diode():
         assert utils._use_autotune_backend("CPP") and not utils._use_autotune_backend("ATEN")
     with config.patch(max_autotune_gemm_backends="ATEN"):
         assert utils._use_autotune_backend("ATEN") and not utils._use_autotune_backend("TRITON")
+
+
+def test_a_narrowed_heuristic_filters_its_own_configs_and_is_restored_after():
+    from torch._inductor.template_heuristics.registry import get_template_heuristic
+
+    heuristic = get_template_heuristic("triton::mm", "cuda", "mm")
+    everything = heuristic._filter_configs(list(heuristic.exhaustive_configs))
+    with configs_narrowed("triton::mm", "cuda", "mm", lambda c: c.num_warps == 4 and c.num_stages == 3):
+        narrowed = heuristic._filter_configs(list(heuristic.exhaustive_configs))
+    assert narrowed == [c for c in everything if c.num_warps == 4 and c.num_stages == 3] and 0 < len(narrowed) < len(everything)
+    assert "_filter_configs" not in vars(heuristic)  # the class's own method again
+    assert heuristic._filter_configs(list(heuristic.exhaustive_configs)) == everything

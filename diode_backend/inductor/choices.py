@@ -44,7 +44,7 @@ class DiodeChoicesMixin:
         context = contained(lambda: resolve_context(kernel_inputs, op_name), "ranking") if requested else None
         token = _context.set(context)
         try:
-            with _search_space(context):
+            with _search_space(context), _winner_configs_only(context, kernel_inputs, op_name):
                 templates = decided_templates(templates, context)
                 choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         finally:
@@ -105,6 +105,26 @@ def decided_templates(templates: list[Any], context: GemmContext | None) -> list
     if decision is None:
         return templates
     return [t for t in templates if getattr(t, "uid", None) == decision.winner.template] or templates
+
+
+@contextlib.contextmanager
+def _winner_configs_only(context: GemmContext | None, kernel_inputs: Any, op_name: str):
+    """For a stored decision whose winner is a tile: its template's heuristic generates only the
+    configs that could become the winner (:meth:`WinnerSearch.could_become_winner`), so the walk
+    up to the winner scales and converts a few configs instead of the whole space."""
+    decision = context.decision if context is not None else None
+    if decision is None or not decision.winner.block_m:
+        yield
+        return
+    could_become = WinnerSearch(decision.winner).could_become_winner
+    with contextlib.ExitStack() as narrowed:
+        contained(
+            lambda: narrowed.enter_context(
+                compat.configs_narrowed(decision.winner.template, kernel_inputs.device_type, op_name, could_become)
+            ),
+            "ranking",
+        )
+        yield
 
 
 def _lowering(op_name: str) -> tuple | None:

@@ -9,8 +9,10 @@ tests/test_measure_gpu.py exercise them.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
@@ -187,3 +189,25 @@ def current_lowering() -> tuple[Any, Any] | None:
         return (weakref.ref(graph), weakref.ref(node)) if node is not None else None
     except Exception:  # no graph handler (a NullHandler raises), or no weak reference support
         return None
+
+
+@contextlib.contextmanager
+def configs_narrowed(template: str, device_type: str, op: str, keep: Callable[[Any], bool]) -> Iterator[None]:
+    """While inside, the heuristic of ``template`` for ``op`` on ``device_type`` generates only the
+    configs ``keep`` accepts, taken from its list after its own filtering and before they are
+    scaled to the shape (``BaseConfigHeuristic.preprocess_mm_configs`` calls ``_filter_configs``
+    first, then scales only block sizes, prunes and deduplicates config by config). A heuristic
+    that never calls ``_filter_configs`` generates as before.
+
+    torch 2.11 and 2.13 alike: ``get_template_heuristic`` returns one cached instance per
+    (template, device type, op), whose ``_filter_configs`` an instance attribute shadows.
+    """
+    from torch._inductor.template_heuristics.registry import get_template_heuristic
+
+    heuristic = get_template_heuristic(template, device_type, op)
+    own = heuristic._filter_configs
+    heuristic._filter_configs = lambda configs: [c for c in own(configs) if keep(c)]
+    try:
+        yield
+    finally:
+        del heuristic._filter_configs

@@ -67,8 +67,9 @@ class FallbackMark:
 class WinnerSearch:
     """Looks for the winner of a stored decision in one template group while Inductor generates
     it, and ends the winner template's generator right after the winner: the configs after it
-    get no template kwargs, no KernelTemplateChoice and no :class:`KernelConfig`. (Inductor's
-    heuristics still build the template's whole pruned config list before the first one.)"""
+    get no template kwargs, no KernelTemplateChoice and no :class:`KernelConfig`. Before that,
+    the configs that could not become the winner (:meth:`could_become_winner`) are left out of
+    the list Inductor scales and prunes (``DiodeChoicesMixin.get_template_configs``)."""
 
     def __init__(self, winner: KernelConfig) -> None:
         self.winner = winner
@@ -81,6 +82,14 @@ class WinnerSearch:
         if decision is None or decision.winner.template not in template_uids:
             return None
         return cls(decision.winner)
+
+    def could_become_winner(self, config: Any) -> bool:
+        """Whether one of Inductor's configs (a ``BaseConfig`` of the winner's template, before
+        it is scaled to the shape) could be generated as the winner: scaling changes only block
+        sizes and deduplication only lowers warps to what the tile can use, so its stages and
+        group must be the winner's and its warps at least the winner's."""
+        w = self.winner
+        return config.num_stages == w.num_stages and config.num_warps >= w.num_warps and (getattr(config, "group_m", None) or 0) == w.group_m
 
     def generators(self, template_choices: dict[str, Iterator[Any]]) -> dict[str, Iterator[Any]]:
         """Inductor's ``{template uid: KernelTemplateChoice generator}``, the winner's template's
