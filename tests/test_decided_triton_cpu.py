@@ -138,12 +138,30 @@ def test_a_failed_narrowing_still_compiles_the_winner_and_is_counted(middle_tile
     (pick,) = predicted.stored_decisions()
     tiles = [c for c in middle_tile.shown if c.template == pick.winner.template]
 
+    class NoHeuristic(Exception):
+        """An error of its own: errors are logged once per place and type in a process."""
+
     def broken(*args):
-        raise RuntimeError("no heuristic here")
+        raise NoHeuristic("no heuristic here")
 
     monkeypatch.setattr(compat, "configs_narrowed", broken)
     warm = compile_mm(generated)
     stats = diode_backend.stats()
-    assert stats["counters"]["predicted_decision_hits"] == 1 and stats["errors"] == {"ranking:RuntimeError": 1}
+    assert stats["counters"]["predicted_decision_hits"] == 1 and stats["errors"] == {"ranking:NoHeuristic": 1}
     assert generated["converted"] == tiles.index(pick.winner) + 1  # the whole list walked, up to the winner
     assert warm == cold
+
+
+def test_a_stored_winner_no_longer_offered_has_its_group_ranked_on_every_config(middle_tile, generated):
+    import dataclasses
+
+    cold = compile_mm(generated)
+    (pick,) = predicted.stored_decisions()
+    shown_cold = list(middle_tile.shown)
+    gone = dataclasses.replace(pick.winner, block_m=4096, block_n=4096)  # its stages and group, a tile never generated
+    measured.remember(measured.MeasuredDecision(pick.problem, pick.hardware, (gone,), (5.0,), pick.space))
+    middle_tile.shown = []
+    warm = compile_mm(generated)
+    # ranked on the winner's whole template (the only one a decided GEMM asks for), not the narrowed list
+    assert middle_tile.shown == [c for c in shown_cold if c.template == gone.template]
+    assert diode_backend.stats()["errors"] == {} and warm == cold

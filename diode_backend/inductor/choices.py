@@ -44,9 +44,13 @@ class DiodeChoicesMixin:
         context = contained(lambda: resolve_context(kernel_inputs, op_name), "ranking") if requested else None
         token = _context.set(context)
         try:
-            with _search_space(context), _winner_configs_only(context, kernel_inputs, op_name):
+            with _search_space(context):
                 templates = decided_templates(templates, context)
-                choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+                with _winner_configs_only(context, templates, kernel_inputs, op_name) as narrowed:
+                    choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+                if narrowed and not _holds_decided_kernel(choices):
+                    # the winner is not among today's configs: the group is ranked on all of them
+                    choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         finally:
             _context.reset(token)
         if lowering is not None and context is not None and context.decision is not None:
@@ -108,23 +112,27 @@ def decided_templates(templates: list[Any], context: GemmContext | None) -> list
 
 
 @contextlib.contextmanager
-def _winner_configs_only(context: GemmContext | None, kernel_inputs: Any, op_name: str):
-    """For a stored decision whose winner is a tile: its template's heuristic generates only the
-    configs that could become the winner (:meth:`WinnerSearch.could_become_winner`), so the walk
-    up to the winner scales and converts a few configs instead of the whole space."""
+def _winner_configs_only(context: GemmContext | None, templates: list[Any], kernel_inputs: Any, op_name: str):
+    """For a stored decision whose winner is a tile of one of ``templates``: that template's
+    heuristic generates only the configs that could become the winner
+    (:meth:`WinnerSearch.could_become_winner`), so the walk up to the winner scales and converts
+    a few configs instead of the whole space. Yields whether it narrowed."""
     decision = context.decision if context is not None else None
-    if decision is None or not decision.winner.block_m:
-        yield
+    offered = decision is not None and decision.winner.template in {getattr(t, "uid", None) for t in templates}
+    if not offered or not decision.winner.block_m:
+        yield False
         return
     could_become = WinnerSearch(decision.winner).could_become_winner
-    with contextlib.ExitStack() as narrowed:
-        contained(
-            lambda: narrowed.enter_context(
+    with contextlib.ExitStack() as stack:
+        narrowed = contained(
+            lambda: stack.enter_context(
                 compat.configs_narrowed(decision.winner.template, kernel_inputs.device_type, op_name, could_become)
-            ),
+            )
+            or True,
             "ranking",
+            fallback=False,
         )
-        yield
+        yield narrowed
 
 
 def _lowering(op_name: str) -> tuple | None:
