@@ -15,7 +15,13 @@ measured candidate is known), the GEMM is compiled with:
 - ``no_autotune_again`` (:data:`CONTROL`): ``no_autotune`` compiled a second time, the same
   program timed beside the first, so every run says how far apart its timer puts one program
   (the summary's ``timer_spread``): a difference between modes smaller than that is noise. It
-  is left out of each row's best mode.
+  is left out of each row's best mode;
+- optionally ``best_known`` (:data:`BEST_KNOWN`): the dataset's fastest candidate compiled
+  alone, as DIODE's single pick answered by a measured decision seeded with it (``applied``:
+  whether the compile used it). Its runtime is the row's reference ``vs_best_known``: the best
+  measured kernel timed as the other modes are, in a compiled function of its own, where
+  ``vs_best`` takes the collector's time of the kernel alone. It is left out of each row's
+  best mode.
 
 Method: one process; each mode first compiles a warm-up GEMM so one-time costs (CUDA context,
 Triton import, compile workers) stay out of the rows; Inductor's caches off
@@ -104,7 +110,10 @@ from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: 
 from diode_backend.offline.families import family_of, parse_families  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
 from diode_backend.offline.workload import workload_class  # noqa: E402
+from diode_backend import measured, registry  # noqa: E402
+from diode_backend.inductor.context import candidate_set  # noqa: E402
 from diode_backend.inductor.feedback import observe_autotuning  # noqa: E402
+from diode_backend.inductor.options import current_options  # noqa: E402
 from torch._inductor.graph import GraphLowering  # noqa: E402
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
@@ -127,9 +136,21 @@ MODES = {
     "diode_warm": DIODE_DEFAULTS,
     # a setting at its default: the same program, but options that differ, so Dynamo compiles it anew
     "no_autotune_again": {"trace.enabled": False},
+    # diode_pick's options, differing in such a setting too: Dynamo must not reuse diode_pick's compile
+    "best_known": {
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "DIODE",
+        "fast_autotune": True,
+        "diode_fallback_to_autotune": False,
+        "trace.compile_profile": False,
+    },
 }
 #: The mode that times ``no_autotune``'s program again (``timer_spread``).
 CONTROL = "no_autotune_again"
+#: The mode that compiles the dataset's fastest candidate alone (``vs_best_known``).
+BEST_KNOWN = "best_known"
+#: Modes that are references, not choices a user makes: left out of each row's best mode.
+REFERENCES = (CONTROL, BEST_KNOWN)
 DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default", CONTROL)
 WARM_MODES = ("no_autotune", "diode_warm")
 #: How close to no autotuning a warm compile must be (issue 14: within 10%).
@@ -280,17 +301,22 @@ TIMING = {"min_reps": 20, "max_reps": 200, "budget_us": 20000.0, "slow_ratio": 0
 ROUNDS = 3
 
 
-def measure_row(fn, args, modes: list[str], timer, caches: str, options: dict | None = None) -> dict[str, dict]:
+def measure_row(
+    fn, args, modes: list[str], timer, caches: str, options: dict | None = None, seeds: dict | None = None
+) -> dict[str, dict]:
     """Every mode of one problem: compiled one after the other (each DIODE mode with its own
     prediction cache under ``caches``), then timed together, their runs interleaved, in
     :data:`ROUNDS` rounds (``rounds_us``: each round's median). A mode's ``torch.compile``
-    options are ``options[mode]`` (default :data:`MODES`). A mode that fails to compile gets an
-    ``error`` and is not timed."""
+    options are ``options[mode]`` (default :data:`MODES`); ``seeds[mode]``, where given, runs
+    with the mode's prediction cache set, before it compiles. A mode that fails to compile gets
+    an ``error`` and is not timed."""
     figures, compiled = {}, {}
     torch._dynamo.reset()
     for mode in modes:
         os.environ["DIODE_CACHE_DIR"] = prediction_cache(caches, mode)  # read at each lookup
         try:
+            if seeds and mode in seeds:
+                seeds[mode]()
             figures[mode], compiled[mode] = compile_mode(fn, args, (options or MODES)[mode])
         except Exception as err:  # one failing compile must not lose the other modes
             figures[mode] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
@@ -320,14 +346,38 @@ def set_tf32(problem: GemmProblem) -> None:
 
 
 def rank_modes(figures: dict[str, dict], best_us: float) -> None:
-    """Each timed mode's ``vs_best`` (over the dataset's fastest candidate, ``best_us``) and
-    ``vs_best_mode`` (over the row's fastest mode, :data:`CONTROL` left out)."""
+    """Each timed mode's ``vs_best`` (over the dataset's fastest candidate, ``best_us``),
+    ``vs_best_mode`` (over the row's fastest mode, :data:`REFERENCES` left out) and, where
+    :data:`BEST_KNOWN` compiled that candidate, ``vs_best_known`` (over its runtime)."""
     timed = {mode: f for mode, f in figures.items() if "runtime_us" in f}
-    ranked = [f["runtime_us"] for mode, f in timed.items() if mode != CONTROL]
+    ranked = [f["runtime_us"] for mode, f in timed.items() if mode not in REFERENCES]
+    known = timed.get(BEST_KNOWN)
     for f in timed.values():
         f["vs_best"] = f["runtime_us"] / best_us
         if ranked:
             f["vs_best_mode"] = f["runtime_us"] / min(ranked)
+        if known is not None and known.get("applied"):
+            f["vs_best_known"] = f["runtime_us"] / known["runtime_us"]
+
+
+def note_best_known(figures: dict[str, dict]) -> None:
+    """Whether :data:`BEST_KNOWN`'s compile used the decision :func:`seed_best_known` stored
+    (``applied``; not where the candidate is not among those Inductor offers now)."""
+    known = figures.get(BEST_KNOWN)
+    if known is not None and "error" not in known:
+        known["applied"] = known["diode"]["measured_decision_hits"] > 0
+
+
+def seed_best_known(item: ProblemTimings, device: str) -> None:
+    """Store the dataset's fastest candidate of ``item`` as DIODE's measured decision for its
+    GEMM, under :data:`BEST_KNOWN`'s options, in the prediction cache set now."""
+    from torch._inductor import config
+
+    with config.patch({k: v for k, v in MODES[BEST_KNOWN].items() if "." not in k}):
+        space = candidate_set(current_options())
+    fastest = min(range(len(item.times_us)), key=item.times_us.__getitem__)
+    hardware = registry.detect_hardware(device)
+    measured.remember(measured.MeasuredDecision(item.problem, hardware, (item.configs[fastest],), (item.times_us[fastest],), space))
 
 
 def timer_spread(rows: list[dict]) -> dict | None:
@@ -523,7 +573,7 @@ def summarize_rows(rows: list[dict], modes: list[str]) -> dict:
             continue
         compile_s = [r["compile_s"] for r in done]
         summary[mode] = {"problems": len(done)}
-        for key in ("vs_best", "vs_best_mode"):
+        for key in ("vs_best", "vs_best_mode", "vs_best_known"):
             ratios = torch.tensor([r[key] for r in done if key in r], dtype=torch.float64)
             if len(ratios):
                 summary[mode].update({
@@ -675,8 +725,9 @@ def main(argv: list[str] | None = None) -> int:
         row = {
             "problem": problem.to_dict(), "describe": problem.describe(), "family": family_of(item),
             "workload_class": workload_class(problem), "best_measured_us": item.best_us,
-            "modes": measure_row(fn, inputs, modes, timer, caches),
+            "modes": measure_row(fn, inputs, modes, timer, caches, seeds={BEST_KNOWN: lambda: seed_best_known(item, args.device)}),
         }  # fmt: skip
+        note_best_known(row["modes"])
         rank_modes(row["modes"], item.best_us)
         if cold_rows:
             row["warm"] = warm_comparison(cold_rows[row["describe"]], row)

@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1 DIODE_CACHE_DIR=/tmp/e2e-diode-$$ TRITON_CACHE_DIR=/tm
 e2e=benchmarks/e2e_validation.py
 data=trained_models/data/h100/dataset
 for name in e2e e2e_warm; do [ -f "$RESUME/$name.json" ] && cp "$RESUME/$name.json" "$OUT/$name.json"; done
-python3 $e2e $data --families held-out --modes no_autotune,diode_pick,diode_fast,max_autotune_default,no_autotune_again \
+python3 $e2e $data --families held-out --modes no_autotune,diode_pick,diode_fast,max_autotune_default,no_autotune_again,best_known \
   --resume --budget-s $((budget - 170)) --out "$OUT/e2e.json" > "$OUT/e2e.log" 2>&1
 echo "cold rc=$? at ${SECONDS}s"
 python3 $e2e $data --warm-from "$OUT/e2e.json" --resume --budget-s $((budget - SECONDS - 30)) \

@@ -117,6 +117,42 @@ def test_each_mode_names_the_kernels_its_compiled_function_launches(e2e, tmp_pat
     torch._dynamo.reset()
 
 
+@pytest.mark.parametrize("offered", [True, False])
+def test_best_known_compiles_the_datasets_fastest_candidate_and_is_the_rows_reference(e2e, tmp_path, offered):
+    """best_known seeds DIODE's measured decision with the dataset's fastest candidate: each mode
+    gets its runtime over that compile's, and best_known stays out of the best mode. A fastest
+    candidate Inductor does not offer (a Triton tile on the CPU) is not applied: no reference."""
+    import torch
+
+    from diode_backend.offline.dataset import ProblemTimings
+    from diode_backend.problem import GemmProblem, KernelConfig
+    from diode_backend.timing import HostTimer, TimingMethod
+
+    problem = GemmProblem("addmm", 20, 48, 32, dtype="float32", a_layout="row", b_layout="col", bias="row")
+    fastest = KernelConfig("aten", "aten::addmm") if offered else KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)
+    item = ProblemTimings(problem, (fastest, KernelConfig("triton", "triton::mm", 16, 16, 16, 1, 1, 8)), (10.0, 20.0), split="validation")
+    fn, args = e2e.make_case(problem, "cpu")
+    timer = HostTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
+    seeds = {e2e.BEST_KNOWN: lambda: e2e.seed_best_known(item, "cpu")}
+    modes = ["no_autotune", "diode_pick", e2e.BEST_KNOWN]
+    options = {m: {**e2e.MODES[m], "diode_model": "example-bias-epilogue"} if m != "no_autotune" else {} for m in modes}
+    figures = e2e.measure_row(fn, args, modes, timer, str(tmp_path / "diode"), options, seeds)
+    e2e.note_best_known(figures)
+    e2e.rank_modes(figures, item.best_us)
+    torch._dynamo.reset()
+    known = figures[e2e.BEST_KNOWN]
+    assert known["applied"] is offered, known
+    if offered:
+        assert known["diode"]["decision"]["pick"] == "aten::addmm" and known["kernels"] == ["extern_kernels.addmm"]
+        assert known["vs_best_known"] == 1.0
+        for mode in ("no_autotune", "diode_pick"):
+            assert figures[mode]["vs_best_known"] == figures[mode]["runtime_us"] / known["runtime_us"]
+    else:
+        assert not any("vs_best_known" in f for f in figures.values())
+    best = min(figures[m]["runtime_us"] for m in ("no_autotune", "diode_pick"))
+    assert all(f["vs_best_mode"] == f["runtime_us"] / best for f in figures.values())
+
+
 def test_the_best_mode_of_a_row_leaves_the_control_out(e2e):
     figures = {"no_autotune": {"runtime_us": 10.0}, e2e.CONTROL: {"runtime_us": 8.0}, "diode_fast": {"runtime_us": 12.0}, "max_autotune_default": {"error": "boom"}}
     e2e.rank_modes(figures, best_us=5.0)

@@ -65,6 +65,16 @@ def diode_requested() -> bool:
     return parse_backends(config.max_autotune_gemm_backends)[0]
 
 
+def candidate_set(options: DiodeOptions) -> str:
+    """The backends and Triton search space Inductor generates a GEMM's candidates from under
+    the current config and ``options``: the ``space`` of a decision stored for it."""
+    from torch._inductor import config
+
+    _, others = parse_backends(config.max_autotune_gemm_backends)
+    search_space = options.diode_search_space if not others else config.max_autotune_gemm_search_space
+    return f"{','.join(sorted(others)) or 'DIODE'}/{search_space}"
+
+
 def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
     """Options, problem, hardware and scorer for one lowering (the scorer behind the prediction
     cache when ``diode_cache_predictions``). A bad option raises
@@ -73,8 +83,7 @@ def resolve_context(kernel_inputs: Any, op_name: str) -> GemmContext:
 
     options = current_options()
     _, others = parse_backends(config.max_autotune_gemm_backends)
-    search_space = options.diode_search_space if not others else config.max_autotune_gemm_search_space
-    space = f"{','.join(sorted(others)) or 'DIODE'}/{search_space}"
+    space = candidate_set(options)
     context = GemmContext(options=options, op=op_name, diode_alone=not others, space=space)
     if op_name not in SUPPORTED_OPS:
         return replace(context, fallback="unsupported_op")
