@@ -411,6 +411,10 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
     spread = timer_spread(rows)
     if spread:
         summary["timer_spread"] = spread
+    known = [row["modes"][BEST_KNOWN] for row in rows if "applied" in row["modes"].get(BEST_KNOWN, {})]
+    if known:
+        # the rows with a vs_best_known: those whose fastest candidate Inductor still offered
+        summary["best_known_applied"] = {"problems": len(known), "applied": sum(k["applied"] for k in known)}
     return summary
 
 

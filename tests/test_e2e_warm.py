@@ -151,6 +151,9 @@ def test_best_known_compiles_the_datasets_fastest_candidate_and_is_the_rows_refe
         assert not any("vs_best_known" in f for f in figures.values())
     best = min(figures[m]["runtime_us"] for m in ("no_autotune", "diode_pick"))
     assert all(f["vs_best_mode"] == f["runtime_us"] / best for f in figures.values())
+    summary = e2e.summarize([{"describe": problem.describe(), "modes": figures}], modes)
+    assert summary["best_known_applied"] == {"problems": 1, "applied": int(offered)}
+    assert ("vs_best_known_geomean" in summary["diode_pick"]) is offered
 
 
 def test_the_best_mode_of_a_row_leaves_the_control_out(e2e):
