@@ -119,15 +119,12 @@ from torch._inductor.graph import GraphLowering  # noqa: E402
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
 #: DIODE with its defaults.
 DIODE_DEFAULTS = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fast_autotune": True}
+#: DIODE's single pick: the model's top candidate alone, whatever its confidence.
+DIODE_PICK = {**DIODE_DEFAULTS, "diode_fallback_to_autotune": False}
 MODES = {
     "no_autotune": {},
     "diode_fast": DIODE_DEFAULTS,
-    "diode_pick": {
-        "max_autotune": True,
-        "max_autotune_gemm_backends": "DIODE",
-        "fast_autotune": True,
-        "diode_fallback_to_autotune": False,
-    },
+    "diode_pick": DIODE_PICK,
     "max_autotune_default": {
         "max_autotune": True,
         "max_autotune_gemm_backends": "ATEN,TRITON",
@@ -137,13 +134,7 @@ MODES = {
     # a setting at its default: the same program, but options that differ, so Dynamo compiles it anew
     "no_autotune_again": {"trace.enabled": False},
     # diode_pick's options, differing in such a setting too: Dynamo must not reuse diode_pick's compile
-    "best_known": {
-        "max_autotune": True,
-        "max_autotune_gemm_backends": "DIODE",
-        "fast_autotune": True,
-        "diode_fallback_to_autotune": False,
-        "trace.compile_profile": False,
-    },
+    "best_known": {**DIODE_PICK, "trace.compile_profile": False},
 }
 #: The mode that times ``no_autotune``'s program again (``timer_spread``).
 CONTROL = "no_autotune_again"
@@ -373,7 +364,7 @@ def seed_best_known(item: ProblemTimings, device: str) -> None:
     GEMM, under :data:`BEST_KNOWN`'s options, in the prediction cache set now."""
     from torch._inductor import config
 
-    with config.patch({k: v for k, v in MODES[BEST_KNOWN].items() if "." not in k}):
+    with config.patch(MODES[BEST_KNOWN]):
         space = candidate_set(current_options())
     fastest = min(range(len(item.times_us)), key=item.times_us.__getitem__)
     hardware = registry.detect_hardware(device)

@@ -64,11 +64,10 @@ for variant in VARIANTS:
                 stream = side if name == "graph" else torch.cuda.current_stream()
                 stream.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(stream):
-                    rounds = [timer.time(launches) for _ in range(e.ROUNDS)]
+                    timings = e.time_rounds(launches, timer)
                 torch.cuda.current_stream().wait_stream(stream)
-                medians = [[statistics.median(r[i]) for r in rounds] for i in range(count)]
-                figures = [statistics.median(m) for m in medians]
-                row[name] = {"round_medians_us": medians, "max_over_min": max(figures) / min(figures)}
+                figures = [t["runtime_us"] for t in timings]
+                row[name] = {"round_medians_us": [t["rounds_us"] for t in timings], "max_over_min": max(figures) / min(figures)}
             report["rows"].append(row)
             print(variant, gemm, count, {n: [round(statistics.median(m), 2) for m in row[n]["round_medians_us"]] for n in made}, flush=True)
 json.dump(report, open(f"{out}/flush_parity.json", "w"), indent=1)

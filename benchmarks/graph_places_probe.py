@@ -42,11 +42,10 @@ for gemm, (op, a_shape, b_shape) in gemms.items():
     for way, launches in ways.items():
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            rounds = [timer.time(launches) for _ in range(e.ROUNDS)]
+            timings = e.time_rounds(launches, timer)
         torch.cuda.current_stream().wait_stream(side)
-        medians = [[statistics.median(r[i]) for r in rounds] for i in range(PLACES)]
-        figures = [statistics.median(m) for m in medians]
-        row[way] = {"round_medians_us": medians, "max_over_min": max(figures) / min(figures)}
+        figures = [t["runtime_us"] for t in timings]
+        row[way] = {"round_medians_us": [t["rounds_us"] for t in timings], "max_over_min": max(figures) / min(figures)}
     report["rows"].append(row)
     print(gemm, {way: (round(row[way]["max_over_min"], 3), [round(statistics.median(m), 2) for m in row[way]["round_medians_us"]]) for way in ways},
           "graph problems timed by events:", timer.fallbacks, flush=True)
