@@ -1,16 +1,15 @@
-"""Why the CUDA-graph timer still gives each place of a round its own time (GPU).
+"""Whether a lead before the first place removes the graph timer's per-place spread (GPU).
 
     OUT=DIR python benchmarks/graph_places_probe.py     # DIR/graph_places.json
 
 With the settle fill, the event timer times copies of one function alike wherever they run,
-but the graph timer (the collector's default) still puts places of one captured round up to
-1.19x apart on a 5 us GEMM (``h100_timer_parity_2026-11-25/``). One guess: each place
-allocates its output from the graph's own memory pool, so each place writes to its own
-address. Here four launches of one eager GEMM are timed by the graph timer, in fixed order,
-three ways: each place allocating its output (as a compiled function does), all places writing
-into one preallocated output (``out=``), and each place into its own preallocated output. Per
-way: each place's median per round and the largest place over the smallest. If one shared
-output removes the spread and own outputs keep it, the address is the cause."""
+but the graph timer (the collector's default) times the first place of a captured round 0.35 to
+0.45 us slower than the others, whatever output buffer each place writes
+(``h100_graph_places_2026-11-25/``). The event timer runs a sleep kernel before every timed run;
+the graph timer none. Here four launches of one eager GEMM are timed by the graph timer, in
+fixed order, three ways: as they are; after an untimed run of the same GEMM (a lead place,
+its times dropped); after an untimed sleep kernel. Per way: each place's median per round and
+the largest place over the smallest. If a lead evens the places, the graph timer needs one."""
 import json, os, statistics, sys
 sys.path.insert(0, "benchmarks")
 import torch
@@ -19,6 +18,7 @@ from diode_backend.timing import GraphTimer, TimingMethod
 
 out = os.environ["OUT"]
 PLACES = 4
+SLEEP_CYCLES = 20_000  # about 10 us at the H100's clock
 method = TimingMethod(**e.TIMING)
 timer = GraphTimer(method)
 side = torch.cuda.Stream()  # graphs cannot be captured on the default stream
@@ -31,18 +31,19 @@ report = {"method": vars(method), "places": PLACES, "rows": []}
 for gemm, (op, a_shape, b_shape) in gemms.items():
     a = torch.randn(a_shape, dtype=torch.bfloat16, device="cuda")
     b = torch.randn(b_shape, dtype=torch.bfloat16, device="cuda")
-    shared = op(a, b)
-    own = [torch.empty_like(shared) for _ in range(PLACES)]
-    ways = {
-        "allocating": [lambda: op(a, b)] * PLACES,
-        "one_output": [lambda: op(a, b, out=shared)] * PLACES,
-        "own_outputs": [lambda o=o: op(a, b, out=o) for o in own],
+    run = lambda: op(a, b)
+    ways = {  # the launches, and how many leading places are a lead whose times are dropped
+        "no_lead": ([run] * PLACES, 0),
+        "lead_run": ([run] * (PLACES + 1), 1),
+        "lead_sleep": ([lambda: torch.cuda._sleep(SLEEP_CYCLES)] + [run] * PLACES, 1),
     }
+    with torch.cuda.stream(side):
+        run()  # cuBLAS sets up its handle and workspace on a first call, which a capture cannot hold
     row = {"gemm": gemm}
-    for way, launches in ways.items():
+    for way, (launches, leads) in ways.items():
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            timings = e.time_rounds(launches, timer)
+            timings = e.time_rounds(launches, timer)[leads:]
         torch.cuda.current_stream().wait_stream(side)
         figures = [t["runtime_us"] for t in timings]
         row[way] = {"round_medians_us": [t["rounds_us"] for t in timings], "max_over_min": max(figures) / min(figures)}

@@ -11,8 +11,11 @@ GEMM with no autotuning and with the defaults, Inductor's FX-graph and autotune 
 the kernel caches kept as ``e2e_validation --kernel-cache`` keeps them, each compile profiled by
 cProfile. Written: each compile's time, DIODE's decision and the kernels it compiled itself
 (written to Triton's cache: a miss), cold and warm, and per warm mode the profile of all its
-compiles (cumulative and own time, the 60 largest)."""
-import cProfile, io, json, os, pstats, subprocess, sys, tempfile, time
+compiles (cumulative and own time, the 60 largest). Per compile also: whether Inductor's compile
+workers were ready (before them, Inductor compiles Triton kernels in this process) and, for each
+template kernel written, Triton's metadata (options, cache-invalidating environment), TTIR and
+Inductor's source module, so a warm miss can be set beside the cold compile of the same tile."""
+import cProfile, io, json, os, pstats, re, subprocess, sys, tempfile, time
 
 WARM = "--warm" in sys.argv
 if not WARM:  # fresh cache folders, set before e2e_validation or Triton read them; the warm process inherits them
@@ -23,6 +26,7 @@ import torch
 import diode_backend
 import e2e_validation as e
 from diode_backend.problem import GemmProblem
+from torch._inductor.async_compile import AsyncCompile
 
 #: Held-out GEMMs whose stored winner was a Triton tile in the warm run named above.
 PROBLEMS = [
@@ -44,12 +48,30 @@ def triton_entries() -> set[str]:
     return {f"{d}/{f}" for d in os.listdir(root) for f in os.listdir(f"{root}/{d}")} if os.path.isdir(root) else set()
 
 
+def template_kernels(written: list[str]) -> dict[str, dict]:
+    """Triton's metadata and TTIR of each template kernel among ``written`` (``hash/name.json``),
+    and the Inductor module it was compiled from."""
+    root = os.environ["TRITON_CACHE_DIR"]
+    kernels = {}
+    for name in written:
+        if "_tem_" in name:
+            with open(f"{root}/{name}") as f:
+                metadata = json.load(f)
+            with open(f"{root}/{name.removesuffix('.json')}.ttir") as f:
+                ttir = f.read()
+            module = re.search(r'loc\("([^"]+\.py)"', ttir).group(1)  # Inductor's source of the kernel
+            with open(module) as f:
+                kernels[name] = {"metadata": metadata, "ttir": ttir, "module": f.read()}
+    return kernels
+
+
 def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | None = None) -> dict:
     """One compile of ``problem`` under ``mode``: its time (s), DIODE's decision and counts, and
     the kernels it wrote to Triton's cache (each one a cache miss: compiled here)."""
     e.set_tf32(problem)
     diode_backend.reset_stats()
     before = triton_entries()
+    workers_ready = AsyncCompile.use_process_pool()
     fn, args = e.make_case(problem)
     torch._dynamo.reset()
     compiled = torch.compile(fn, options=e.MODES[mode])
@@ -67,7 +89,8 @@ def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | N
     return {"compile_s": elapsed, "single_pick": stats["single_pick"], "benchmarked_top_k": stats["benchmarked_top_k"],
             "measured_decision_hits": stats["counters"].get("measured_decision_hits", 0),
             "predicted_decision_hits": stats["counters"].get("predicted_decision_hits", 0),
-            "decision": stats["recent_decisions"][-1] if stats["recent_decisions"] else None, "triton_compiled": written}
+            "decision": stats["recent_decisions"][-1] if stats["recent_decisions"] else None, "triton_compiled": written,
+            "workers_ready": workers_ready, "template_kernels": template_kernels(written)}
 
 
 def profile_text(profile: cProfile.Profile, order: str) -> str:
@@ -87,7 +110,7 @@ if WARM:
         for mode, profile in profiles.items():
             row[mode] = compile_timed(problem, mode, profile)
         rows.append(row)
-        print(row["problem"], {m: (round(r["compile_s"], 3), r["triton_compiled"]) for m, r in row.items() if m != "problem"}, flush=True)
+        print(row["problem"], {m: (round(r["compile_s"], 3), r["workers_ready"], r["triton_compiled"]) for m, r in row.items() if m != "problem"}, flush=True)
     for mode, profile in profiles.items():
         for order in ("cumulative", "tottime"):
             with open(f"{out}/warm_profile_{mode}_{order}.txt", "w") as f:
@@ -99,6 +122,6 @@ else:
     for problem in PROBLEMS:
         cold = compile_timed(problem, "diode_fast")
         cold_rows.append({"problem": problem.describe(), "diode_fast": cold})
-        print("cold", problem.describe(), round(cold["compile_s"], 3), cold["triton_compiled"], flush=True)
+        print("cold", problem.describe(), round(cold["compile_s"], 3), cold["workers_ready"], cold["triton_compiled"], flush=True)
     json.dump(cold_rows, open(f"{out}/warm_profile_cold.json", "w"), indent=1)
     subprocess.run([sys.executable, __file__, "--warm"], check=True)
