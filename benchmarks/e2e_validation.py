@@ -245,6 +245,7 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
             "cache_misses": counted.get("prediction_cache_misses", 0),
             "measured_decision_hits": counted.get("measured_decision_hits", 0),
             "predicted_decision_hits": counted.get("predicted_decision_hits", 0),
+            "measure_failed_candidates": counted.get("measure_failed_candidates", 0),
         }
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,

@@ -65,13 +65,18 @@ DECISION_COUNTERS = (
 
 def record_decision(
     *, model: str, kind: str, candidates: int, kept: int, confidence: float | None,
-    problem: str = "", pick: str = "",
+    problem: str = "", pick: str = "", measured_us: dict[str, float | None] | None = None,
 ) -> None:
     """One GEMM ranked: ``kept`` of ``candidates`` go on to Inductor (1 means no benchmarking).
-    ``problem`` and ``pick`` are human-readable descriptions kept in ``recent_decisions``."""
+    ``problem`` and ``pick`` are human-readable descriptions kept in ``recent_decisions``, with
+    ``measured_us`` where DIODE timed the kept choices itself (each choice's median time, None
+    for one that failed to compile or run)."""
     with _lock:
-        _recent.append({"problem": problem, "pick": pick, "model": model, "candidates": candidates,
-                        "kept": kept, "confidence": confidence})  # fmt: skip
+        decision = {"problem": problem, "pick": pick, "model": model, "candidates": candidates,
+                    "kept": kept, "confidence": confidence}  # fmt: skip
+        if measured_us is not None:
+            decision["measured_us"] = measured_us
+        _recent.append(decision)
         _counts["decisions"] += 1
         _counts["candidates_seen"] += candidates
         _counts["candidates_kept"] += kept

@@ -45,7 +45,10 @@ def test_the_measured_winner_is_remembered_with_its_times(unsure, benchmarked):
     assert all(0 < t < 1e6 for t in decision.times_us)  # real host-clock medians, microseconds
     assert f"extern_kernels.{decision.winner.template.removeprefix('aten::')}(" in code
     assert benchmarked == [] and counters()["measured_decisions"] == 1
-    assert diode_backend.stats()["recent_decisions"][-1]["pick"] == decision.winner.describe()
+    recent = diode_backend.stats()["recent_decisions"][-1]
+    assert recent["pick"] == decision.winner.describe()
+    # the stats show what DIODE timed: the times it stored, by candidate
+    assert recent["measured_us"] == {c.describe(): t for c, t in zip(decision.configs, decision.times_us)}
 
 
 def test_a_measured_decision_answers_a_later_compile_even_with_another_model(scorer_plugin, unsure, benchmarked, caplog):
@@ -181,6 +184,8 @@ def test_a_candidate_failing_to_compile_is_dropped_and_counted(unsure, benchmark
     torch.testing.assert_close(out, biased_addmm(*args))
     assert "extern_kernels.addmm(" in code and "bias_addmm" not in code and benchmarked == []
     assert counters()["measure_failed_candidates"] == 1 and counters()["measured_decisions"] == 1
+    measured_us = diode_backend.stats()["recent_decisions"][-1]["measured_us"]
+    assert measured_us["aten::bias_addmm"] is None and measured_us["aten::addmm"] > 0  # the failure shown
     assert diode_backend.get_prediction_stats()["measure_failed_candidates"] == 1
 
 

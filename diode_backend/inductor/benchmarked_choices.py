@@ -127,6 +127,7 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
         confidence=ranking.confidence,
         problem=context.problem.describe(),
         pick=picked.config.describe(),
+        measured_us=_measured_times(kept, measurement) if measurement is not None else None,
     )
     if log.isEnabledFor(logging.INFO):
         log.info("%s", _decision_line(context, best, ranking.confidence, candidates, kept, selection.fallback, candidate_marks, measurement))
@@ -204,6 +205,16 @@ def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any
         configs, times = zip(*timed)
         measured.remember(measured.MeasuredDecision(context.problem, context.hardware, configs, times, context.space))
     return measurement
+
+
+def _measured_times(kept: list[Any], measurement: Measurement) -> dict[str, float | None]:
+    """Each measured choice's time by its description (DIODE's config, else Inductor's name);
+    None for a choice that failed."""
+    def described(choice: Any) -> str:
+        mark = _mark_of(choice)
+        return mark.config.describe() if isinstance(mark, CandidateMark) else str(getattr(choice, "name", type(choice).__name__))
+
+    return {described(c): (t if math.isfinite(t) else None) for c, t in zip(kept, measurement.times_us)}
 
 
 def _decision_line(
