@@ -250,7 +250,7 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,
         **({"autotuned": [autotune_pick(gemm) for gemm in autotuned]} if autotuned else {}),
-        "kernels": [name for code in codes for name in launched_kernels(code)],
+        "kernels": compiled_kernels(codes),
     }, compiled
 
 
@@ -267,6 +267,13 @@ def launched_kernels(code: str) -> list[str]:
     body = _SOURCE.sub("", code)
     body = body[max(body.find("def call("), 0):]
     return _LAUNCH.findall(body.split("def get_args(")[0].split("def benchmark_compiled_module(")[0])
+
+
+def compiled_kernels(codes: list[str]) -> list[str]:
+    """The kernels the compiled function launches, from the output modules one compile saved:
+    subgraph choices (decompose-k) benchmarked while the graph was lowered save theirs first,
+    the graph's own module comes last."""
+    return launched_kernels(codes[-1]) if codes else []
 
 
 def autotune_pick(gemm) -> dict:

@@ -117,6 +117,20 @@ def test_each_mode_names_the_kernels_its_compiled_function_launches(e2e, tmp_pat
     torch._dynamo.reset()
 
 
+def test_the_kernels_are_the_compiled_graphs_not_those_of_subgraphs_benchmarked_on_the_way(e2e):
+    """A subgraph choice (decompose-k) benchmarked while the graph is lowered saves its own
+    output module before the graph's: only the last one is the compiled function."""
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    a, b = torch.randn(20, 32), torch.randn(32, 48)
+    _, (subgraph,) = run_and_get_code(torch.compile(lambda x, y: torch.relu(x @ y)), a, b)
+    torch._dynamo.reset()
+    _, (graph,) = run_and_get_code(torch.compile(lambda x, y: x @ y), a, b)
+    torch._dynamo.reset()
+    assert e2e.compiled_kernels([subgraph, graph]) == ["extern_kernels.mm"] and e2e.compiled_kernels([]) == []
+
+
 @pytest.mark.parametrize("offered", [True, False])
 def test_best_known_compiles_the_datasets_fastest_candidate_and_is_the_rows_reference(e2e, tmp_path, offered):
     """best_known seeds DIODE's measured decision with the dataset's fastest candidate: each mode
