@@ -208,13 +208,14 @@ def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any
 
 
 def _measured_times(kept: list[Any], measurement: Measurement) -> dict[str, float | None]:
-    """Each measured choice's time by its description (DIODE's config, else Inductor's name);
-    None for a choice that failed."""
-    def described(choice: Any) -> str:
-        mark = _mark_of(choice)
-        return mark.config.describe() if isinstance(mark, CandidateMark) else str(getattr(choice, "name", type(choice).__name__))
+    """Each measured choice's time by :func:`_described`; None for a choice that failed."""
+    return {_described(c): (t if math.isfinite(t) else None) for c, t in zip(kept, measurement.times_us)}
 
-    return {described(c): (t if math.isfinite(t) else None) for c, t in zip(kept, measurement.times_us)}
+
+def _described(choice: Any) -> str:
+    """A choice as logs and stats name it: DIODE's config, else Inductor's name for it."""
+    mark = _mark_of(choice)
+    return mark.config.describe() if isinstance(mark, CandidateMark) else str(getattr(choice, "name", choice))
 
 
 def _decision_line(
@@ -232,11 +233,8 @@ def _decision_line(
     if len(kept) == 1:
         what = f"{best.config.describe()} alone of {_count(candidates)}, nothing benchmarked"
     elif measurement is not None and measurement.winner is not None:
-        winner = kept[measurement.winner]
-        mark = _mark_of(winner)
-        name = mark.config.describe() if isinstance(mark, CandidateMark) else str(winner)
         what = (
-            f"DIODE measured {len(kept)} of {_count(candidates)} ({measurement.failed} failed), fastest {name} "
+            f"DIODE measured {len(kept)} of {_count(candidates)} ({measurement.failed} failed), fastest {_described(kept[measurement.winner])} "
             f"at {measurement.times_us[measurement.winner]:.1f} us, predicted best {best.config.describe()}"
         )
     else:
