@@ -128,3 +128,59 @@ def test_the_shipped_model_ranks_by_default_and_ops_it_lacks_fall_back(benchmark
         torch.testing.assert_close(out, torch.baddbmm(r, p, q), atol=5e-2, rtol=2e-2)
         assert diode_backend.stats()["fallbacks"] == {"no_scored_candidates": 1}
     assert benchmarked == []
+
+
+#: One process of the warm-cache test: compiles ``mm 77x320x768`` fp16 (the shipped model's
+#: single pick is a Triton tile) with DIODE, Inductor's FX-graph and autotune caches off and
+#: Triton's cache kept (TRITON_CACHE_DIR), then prints DIODE's pick, the Triton kernels it wrote
+#: to that cache, Inductor's Triton backend hash and the ptxas path it set.
+_COMPILE_ONE = """
+import json, os, sys
+import torch
+from torch._inductor import config
+import diode_backend
+from torch.utils._triton import triton_hash_with_backend
+root = os.environ["TRITON_CACHE_DIR"]
+def entries():
+    return {f"{d}/{f}" for d in os.listdir(root) for f in os.listdir(f"{root}/{d}")} if os.path.isdir(root) else set()
+if sys.argv[1] == "hash":  # as a compile worker: the ptxas path set before anything is hashed
+    print(json.dumps({"hash": triton_hash_with_backend()}))
+    raise SystemExit
+a = torch.randn(77, 768, device="cuda", dtype=torch.float16)
+b = torch.randn(320, 768, device="cuda", dtype=torch.float16).t()
+before = entries()
+with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", fast_autotune=True, diode_fallback_to_autotune=False,
+                  fx_graph_cache=False, autotune_local_cache=False):
+    torch.compile(torch.mm)(a, b)
+written = sorted(e for e in entries() - before if e.endswith(".json") and "_tem_" in e)
+print(json.dumps({"pick": diode_backend.stats()["recent_decisions"][-1]["pick"], "written": written,
+                  "hash": triton_hash_with_backend(), "ptxas": os.environ.get("TRITON_PTXAS_PATH")}))
+"""
+
+
+def test_a_warm_process_finds_the_triton_winner_in_tritons_cache(tmp_path):
+    """Triton keys its cache by the ptxas version a process read first. Inductor's compile
+    workers set torch's ptxas before anything, the compiling process only when it first compiles:
+    without DIODE setting it first, a winner compiled in one kind of process was compiled again
+    in the other, in every warm compile that used the other kind."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_PTXAS_PATH"}
+    env.update(TRITON_CACHE_DIR=str(tmp_path / "triton"), DIODE_CACHE_DIR=str(tmp_path / "diode"),
+               TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))  # fmt: skip
+
+    def run(*args, **extra):
+        done = subprocess.run([sys.executable, "-c", _COMPILE_ONE, *args], env={**env, **extra},
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cold = run("compile")
+    assert cold["pick"].startswith("triton::") and len(cold["written"]) == 1, cold
+    if cold["ptxas"]:  # torch ships a ptxas: the compiling process hashed what its workers hash
+        assert run("hash", TRITON_PTXAS_PATH=cold["ptxas"])["hash"] == cold["hash"]
+    warm = run("compile")
+    assert warm["pick"] == cold["pick"] and warm["hash"] == cold["hash"]
+    assert warm["written"] == [], warm  # the winner came from Triton's cache

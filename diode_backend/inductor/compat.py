@@ -170,6 +170,29 @@ def runs_as_cuda_graph() -> bool:
     return bool(config.triton.cudagraphs)
 
 
+def use_workers_ptxas() -> None:
+    """Point Triton at the ptxas Inductor's compile workers use, as Inductor itself does just
+    before it compiles a Triton kernel, but before this process first hashes its Triton backend.
+
+    Triton keys its kernel cache by the ptxas version (``CUDABackend.hash``), read once per
+    process, and Inductor writes that backend hash into every kernel's source. A process that
+    renders a kernel before Inductor has set ``TRITON_PTXAS_PATH`` (torch's own ptxas, where
+    torch ships one) keys its in-process compiles by Triton's bundled ptxas, while the compile
+    workers, which set the path first, key theirs by torch's: a later process then misses every
+    kernel the other kind compiled, and a warm DIODE compile compiles its stored winner again.
+    Called before DIODE's candidates are generated; a no-op once the path is set, where torch has
+    no ptxas, or once this process has hashed its backend (the variable then changes no key).
+
+    torch 2.11 and 2.13 alike: ``torch._inductor.runtime.compile_tasks._set_triton_ptxas_path``
+    (cached; what ``AsyncCompile.triton`` and the compile workers call).
+    """
+    from torch._inductor.runtime import compile_tasks
+
+    setter = getattr(compile_tasks, "_set_triton_ptxas_path", None)
+    if setter is not None:
+        setter()
+
+
 def current_lowering() -> tuple[Any, Any] | None:
     """Weak references to the graph being lowered and to the FX node it lowers now: what
     identifies one op's lowering, whose template groups reach ``get_template_configs`` in
