@@ -6,7 +6,7 @@ With DIODE's cache warm and the kernel caches kept, a held-out GEMM whose stored
 ATen call compiles as fast as with no autotuning, one whose winner is a Triton tile takes about
 1.7x as long (``h100_e2e_warm_winnersearch_2026-11-24.json``). This process compiles eight such
 GEMMs with the defaults (filling DIODE's prediction cache and the kernel caches in fresh folders),
-then runs itself again in a new process (``--warm``) that, after a warm-up compile, compiles each
+then runs itself again in a new process (``--warm``, with the environment this one started with) that, after a warm-up compile, compiles each
 GEMM with no autotuning and with the defaults, Inductor's FX-graph and autotune caches off and
 the kernel caches kept as ``e2e_validation --kernel-cache`` keeps them, each compile profiled by
 cProfile. Written: each compile's time, DIODE's decision and the kernels it compiled itself
@@ -21,6 +21,11 @@ WARM = "--warm" in sys.argv
 if not WARM:  # fresh cache folders, set before e2e_validation or Triton read them; the warm process inherits them
     folder = tempfile.mkdtemp()
     os.environ.update({name: f"{folder}/{name.lower()}" for name in ("DIODE_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")})
+#: The environment the warm process starts with: this one's before torch ran. Inductor sets
+#: TRITON_PTXAS_PATH here when it first compiles a Triton kernel, after it has put the ptxas
+#: version then in force into its backend hash, a line of every kernel's source; a process that
+#: inherited the variable hashes another ptxas version and misses every kernel this one wrote.
+ENVIRONMENT = dict(os.environ)
 sys.path.insert(0, "benchmarks")
 import torch
 import diode_backend
@@ -124,4 +129,4 @@ else:
         cold_rows.append({"problem": problem.describe(), "diode_fast": cold})
         print("cold", problem.describe(), round(cold["compile_s"], 3), cold["workers_ready"], cold["triton_compiled"], flush=True)
     json.dump(cold_rows, open(f"{out}/warm_profile_cold.json", "w"), indent=1)
-    subprocess.run([sys.executable, __file__, "--warm"], check=True)
+    subprocess.run([sys.executable, __file__, "--warm"], env=ENVIRONMENT, check=True)
