@@ -152,7 +152,7 @@ before = entries()
 with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", fast_autotune=True, diode_fallback_to_autotune=False,
                   fx_graph_cache=False, autotune_local_cache=False):
     torch.compile(torch.mm)(a, b)
-written = sorted(e for e in entries() - before if e.endswith(".json") and "_tem_" in e)
+written = sorted(e for e in entries() - before if e.endswith(".json") and "_tem_" in e and "__grp__" not in e)
 print(json.dumps({"pick": diode_backend.stats()["recent_decisions"][-1]["pick"], "written": written,
                   "hash": triton_hash_with_backend(), "ptxas": os.environ.get("TRITON_PTXAS_PATH")}))
 """
