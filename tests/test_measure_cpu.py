@@ -288,7 +288,7 @@ def test_a_contender_whose_estimate_run_hiccups_still_gets_its_full_runs():
         if len(runs) == 1:
             time.sleep(0.05)
 
-    samples = measure._timer(torch.device("cpu")).time([lambda: None, hiccup_once])
+    samples = measure._timer(torch.device("cpu"), False).time([lambda: None, hiccup_once])
     assert len(samples[1]) >= 1 + measure.METHOD.min_reps
     assert statistics.median(samples[1]) < 10_000  # microseconds: the hiccup is one sample of many
 
@@ -299,7 +299,7 @@ def test_the_measurement_knows_whether_the_compiled_graph_will_run_as_cuda_graph
     here, inside a real compile, it reads what ``torch.compile``'s mode set."""
     seen = []
     timer = measure._timer
-    monkeypatch.setattr(measure, "_timer", lambda device: seen.append(compat.runs_as_cuda_graph()) or timer(device))
+    monkeypatch.setattr(measure, "_timer", lambda *args: seen.append(compat.runs_as_cuda_graph()) or timer(*args))
     with config.patch(**UNSURE, diode_model=unsure):
         torch.compile(biased_addmm, mode=mode)(*biased_inputs())
     assert seen == [replayed] and counters()["measured_decisions"] == 1

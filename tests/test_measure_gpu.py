@@ -192,12 +192,15 @@ def test_fp32_with_the_new_precision_api_compiles_under_diode():
     assert run("ATEN,TRITON").startswith("raised")  # Inductor's own max-autotune
 
 
-@pytest.mark.parametrize("cudagraphs, timer", [(True, GraphTimer), (False, Timer)])
-def test_the_timer_replays_only_for_a_graph_that_runs_as_cuda_graphs(cudagraphs, timer):
-    """A choice of several kernels (decompose-k) reads faster replayed than launched one by one
-    (docs/decisions.md): DIODE times as the compiled graph will run."""
+@pytest.mark.parametrize(
+    "cudagraphs, several, timer", [(True, False, GraphTimer), (True, True, GraphTimer), (False, False, GraphTimer), (False, True, Timer)]
+)
+def test_choices_of_several_kernels_are_replayed_only_for_a_graph_that_runs_as_cuda_graphs(cudagraphs, several, timer):
+    """A choice of several kernels (decompose-k) reads faster replayed than launched one by one,
+    so it is timed as the compiled graph will run; a choice of one kernel is always replayed,
+    where the host's pace cannot reach the times (docs/decisions.md)."""
     with config.patch({"triton.cudagraphs": cudagraphs}):
-        chosen = measure._timer(torch.device("cuda"))
+        chosen = measure._timer(torch.device("cuda"), several)
     assert type(chosen) is timer
     with measure._on_device(torch.device("cuda")):
         (runs,) = chosen.time([torch.empty(1 << 20, device="cuda").zero_])

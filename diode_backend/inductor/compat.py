@@ -108,13 +108,13 @@ def can_launch(choice: Any) -> bool:
     and 2.13 alike; not a CUTLASS or CPP template choice."""
     from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
 
-    return isinstance(choice, (ExternKernelCaller, TritonTemplateCaller)) or _is_subgraph(choice)
+    return isinstance(choice, (ExternKernelCaller, TritonTemplateCaller)) or is_subgraph(choice)
 
 
-def _is_subgraph(choice: Any) -> bool:
-    """A ``SubgraphChoiceCaller`` that compiles its module as torch 2.11 and 2.13 both do
-    (``_compile_for_benchmarking`` into ``_compiled_module``, called with ``sym_input_values``
-    before the inputs)."""
+def is_subgraph(choice: Any) -> bool:
+    """A ``SubgraphChoiceCaller`` (decompose-k: several kernels) that compiles its module as
+    torch 2.11 and 2.13 both do (``_compile_for_benchmarking`` into ``_compiled_module``, called
+    with ``sym_input_values`` before the inputs)."""
     from torch._inductor.codegen.subgraph import SubgraphChoiceCaller
 
     return isinstance(choice, SubgraphChoiceCaller) and all(
@@ -145,7 +145,7 @@ def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
         fn = choice.to_callable()
         run = functools.partial(fn, *inputs, out=out) if choice.has_out_variant else functools.partial(fn, *inputs)
         return run, lambda: None
-    if _is_subgraph(choice):
+    if is_subgraph(choice):
         if choice._compiled_module is None:
             choice._compiled_module = choice._compile_for_benchmarking()
         inputs, _ = autotune_args.get_benchmark_tensors(True).unpack()

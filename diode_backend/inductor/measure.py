@@ -3,14 +3,17 @@
 Inductor's own benchmarker times each choice alone, host launch time included, and so prefers
 Triton kernels where cuBLAS is faster. Here the kept choices are precompiled in parallel (each
 choice's ``precompile``, as Inductor's own precompilation does), run once on the example tensors
-Inductor would benchmark them with, then timed together by :mod:`diode_backend.timing`, the
-way the compiled graph will run them: on a CUDA device by CUDA-graph replay of L2-flushed runs
-when the graph will run as CUDA graphs (``mode="max-autotune"``), by the guarded event timer
-otherwise (launched one by one behind a sleep kernel, so host launch time is not counted either
-way); on the CPU by the host's clock; median of round-robin runs. The two GPU timers agree on a
-choice of one kernel, but a replayed graph hides the GPU's cost of each further launch, so a
-choice of several kernels (decompose-k: a batched product, then a reduction) reads faster
-replayed than it runs launched one by one. A choice that fails to compile or run is dropped.
+Inductor would benchmark them with, then timed by :mod:`diode_backend.timing`: on a CUDA device by
+CUDA-graph replay of L2-flushed runs, on the CPU by the host's clock; median of round-robin runs.
+A choice of several kernels (decompose-k: a batched product, then a reduction) reads faster
+replayed than it runs launched one by one, because a replayed graph hides the GPU's cost of each
+further launch; so unless the compiled graph will run as CUDA graphs (``mode="max-autotune"``),
+such choices are timed by the guarded event timer instead (launched one by one behind a sleep
+kernel), in a pass of their own. Choices of one kernel are always replayed: the two timers agree
+on them on an idle host, but inside a compile the event timer's guard, sized by the host time of
+a launch before the pass, can fall short of a host slowed by the compile, and then counts the
+GPU's wait for a launch, most often an ATen call's (docs/decisions.md). A choice that fails to compile or run is
+dropped.
 """
 
 from __future__ import annotations
@@ -79,10 +82,12 @@ def measure_choices(choices: Sequence[Any], input_nodes: Any, layout: Any, input
                     launches[i] = run
                 except Exception:
                     _synchronize(device)
-            if launches:
-                samples = _timer(device).time(list(launches.values()))
-                for i, runs in zip(launches, samples):
-                    times[i] = statistics.median(runs)
+            for several in (False, True):
+                members = [i for i in launches if compat.is_subgraph(choices[i]) == several]
+                if members:
+                    samples = _timer(device, several).time([launches[i] for i in members])
+                    for i, runs in zip(members, samples):
+                        times[i] = statistics.median(runs)
         finally:
             for release in releases:
                 release()
@@ -129,10 +134,12 @@ def _synchronize(device: torch.device) -> None:
 METHOD = TimingMethod(slow_ratio=0.0)
 
 
-def _timer(device: torch.device) -> GraphTimer | Timer | HostTimer:
+def _timer(device: torch.device, several_kernels: bool) -> GraphTimer | Timer | HostTimer:
+    """The timer for choices of one kernel, or (``several_kernels``) of several, on ``device``."""
     if device.type == "cuda":
         index = torch.cuda.current_device()
-        return _graph_timer(index) if compat.runs_as_cuda_graph() else _stream_timer(index)
+        replayed = not several_kernels or compat.runs_as_cuda_graph()
+        return _graph_timer(index) if replayed else _stream_timer(index)
     return HostTimer(replace(METHOD, replay="host", flush_l2=False))
 
 
