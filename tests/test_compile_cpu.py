@@ -125,18 +125,6 @@ def test_every_aten_call_is_measured_whatever_top_k_and_the_ratio(scorer_plugin,
     assert benchmarked == []
 
 
-def test_a_diode_compile_points_triton_at_the_ptxas_of_inductors_compile_workers():
-    """Before its candidates are generated (tests/test_gpu.py has why, on the GPU): Inductor's
-    own setter, a no-op here where torch ships no ptxas, has run. No CPU compile calls it
-    otherwise."""
-    from torch._inductor.runtime import compile_tasks
-
-    compile_tasks._set_triton_ptxas_path.cache_clear()
-    torch._dynamo.reset()
-    compile_code(torch.mm, (torch.randn(8, 64), torch.randn(64, 32)), **DIODE)
-    assert compile_tasks._set_triton_ptxas_path.cache_info().currsize == 1
-
-
 def test_no_fallback_uses_the_best_guess_even_when_unsure(scorer_plugin, benchmarked):
     name = scorer_plugin(PreferScorer("aten::bias_addmm", confidence=0.1))
     _, code = compile_code(

@@ -10,6 +10,8 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
+
 from diode_backend.options import OPTIONS_BY_NAME
 
 
@@ -52,6 +54,22 @@ def test_diode_disable_switches_the_plugin_off():
         DIODE_DISABLE="1",
     ).stdout.split()
     assert out == ["False", "None", "False"]
+
+
+@pytest.mark.parametrize("disabled, called", [("0", "1"), ("1", "0")])
+def test_inductor_sets_its_workers_ptxas_before_any_graph_is_lowered(disabled, called):
+    """Importing Inductor's graph module runs Inductor's own ptxas setter (a no-op on a machine
+    where torch ships no ptxas, but called), so every process keys Triton's kernel cache by one
+    ptxas, whatever it compiles first (``compat.use_workers_ptxas``; the GPU side is
+    ``tests/test_gpu.py``). Nothing else in Inductor calls it on import: with DIODE off it is
+    not called."""
+    out = run_python(
+        "import torch, torch._inductor.graph\n"
+        "from torch._inductor.runtime import compile_tasks\n"
+        "print(compile_tasks._set_triton_ptxas_path.cache_info().currsize)\n",
+        DIODE_DISABLE=disabled,
+    ).stdout.split()
+    assert out == [called]
 
 
 def test_install_is_idempotent():

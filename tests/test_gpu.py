@@ -133,7 +133,8 @@ def test_the_shipped_model_ranks_by_default_and_ops_it_lacks_fall_back(benchmark
 #: One process of the warm-cache test: compiles ``mm 77x320x768`` fp16 (the shipped model's
 #: single pick is a Triton tile) with DIODE, Inductor's FX-graph and autotune caches off and
 #: Triton's cache kept (TRITON_CACHE_DIR), then prints DIODE's pick, the Triton kernels it wrote
-#: to that cache, Inductor's Triton backend hash and the ptxas path it set.
+#: to that cache, Inductor's Triton backend hash and the ptxas path it set. ``plain-first``:
+#: before that, the same GEMM compiled without autotuning (a graph with no Triton kernel).
 _COMPILE_ONE = """
 import json, os, sys
 import torch
@@ -148,6 +149,9 @@ if sys.argv[1] == "hash":  # as a compile worker: the ptxas path set before anyt
     raise SystemExit
 a = torch.randn(77, 768, device="cuda", dtype=torch.float16)
 b = torch.randn(320, 768, device="cuda", dtype=torch.float16).t()
+if "plain-first" in sys.argv:
+    torch.compile(torch.mm)(a, b)
+    torch._dynamo.reset()
 before = entries()
 with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", fast_autotune=True, diode_fallback_to_autotune=False,
                   fx_graph_cache=False, autotune_local_cache=False):
@@ -158,11 +162,14 @@ print(json.dumps({"pick": diode_backend.stats()["recent_decisions"][-1]["pick"],
 """
 
 
-def test_a_warm_process_finds_the_triton_winner_in_tritons_cache(tmp_path):
+@pytest.mark.parametrize("warm_first", ["", "plain-first"])
+def test_a_warm_process_finds_the_triton_winner_in_tritons_cache(tmp_path, warm_first):
     """Triton keys its cache by the ptxas version a process read first. Inductor's compile
-    workers set torch's ptxas before anything, the compiling process only when it first compiles:
-    without DIODE setting it first, a winner compiled in one kind of process was compiled again
-    in the other, in every warm compile that used the other kind."""
+    workers set torch's ptxas before anything, the compiling process only when it first compiles
+    a Triton kernel, and every graph it compiles reads the version: without DIODE setting it
+    first, a winner compiled in one kind of process was compiled again in the other, and a warm
+    process that first compiled a graph without Triton kernels (``plain-first``) missed every
+    kernel the cold one compiled (benchmarks/results/h100_warm_profile_2026-11-26/)."""
     import json
     import os
     import subprocess
@@ -181,6 +188,6 @@ def test_a_warm_process_finds_the_triton_winner_in_tritons_cache(tmp_path):
     assert cold["pick"].startswith("triton::") and len(cold["written"]) == 1, cold
     if cold["ptxas"]:  # torch ships a ptxas: the compiling process hashed what its workers hash
         assert run("hash", TRITON_PTXAS_PATH=cold["ptxas"])["hash"] == cold["hash"]
-    warm = run("compile")
+    warm = run("compile", warm_first)
     assert warm["pick"] == cold["pick"] and warm["hash"] == cold["hash"]
     assert warm["written"] == [], warm  # the winner came from Triton's cache

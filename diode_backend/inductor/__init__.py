@@ -2,8 +2,9 @@
 
 :func:`install` arranges, through post-import hooks, that as each Inductor module is imported
 DIODE adds itself: options into ``config`` (plus ``DiodeChoices`` as the default choices
-class), the DIODE backend name into ``utils``' backend check, and the final selection step into
-``select_algorithm``; ``torch.compile(options=...)`` checks the diode options as soon as
+class), the DIODE backend name into ``utils``' backend check, the final selection step into
+``select_algorithm``, and, before ``graph`` can lower anything, Triton pointed at the ptxas of
+Inductor's compile workers; ``torch.compile(options=...)`` checks the diode options as soon as
 ``torch`` itself is there. Nothing here is imported by ``import torch`` itself.
 """
 
@@ -24,6 +25,7 @@ def install() -> None:
     register_post_import_hook(_on_config, "torch._inductor.config")
     register_post_import_hook(_on_utils, "torch._inductor.utils")
     register_post_import_hook(_on_select_algorithm, "torch._inductor.select_algorithm")
+    register_post_import_hook(_on_graph, "torch._inductor.graph")
     _installed = True
 
 
@@ -71,3 +73,10 @@ def _on_select_algorithm(select_algorithm) -> None:
     from .benchmarked_choices import patch_autotuner
 
     patch_autotuner(select_algorithm)
+
+
+@_never_raise
+def _on_graph(graph) -> None:
+    from .compat import use_workers_ptxas
+
+    use_workers_ptxas()

@@ -41,8 +41,6 @@ class DiodeChoicesMixin:
         lowering = _lowering(op_name) if requested else None
         if lowering is not None and _answered.get() == lowering:
             return []  # this op's decided kernel came in an earlier group: step 2 hands it over alone
-        if requested:
-            contained(compat.use_workers_ptxas, "ptxas")
         context = contained(lambda: resolve_context(kernel_inputs, op_name), "ranking") if requested else None
         token = _context.set(context)
         try:

@@ -175,13 +175,17 @@ def use_workers_ptxas() -> None:
     before it compiles a Triton kernel, but before this process first hashes its Triton backend.
 
     Triton keys its kernel cache by the ptxas version (``CUDABackend.hash``), read once per
-    process, and Inductor writes that backend hash into every kernel's source. A process that
-    renders a kernel before Inductor has set ``TRITON_PTXAS_PATH`` (torch's own ptxas, where
-    torch ships one) keys its in-process compiles by Triton's bundled ptxas, while the compile
-    workers, which set the path first, key theirs by torch's: a later process then misses every
-    kernel the other kind compiled, and a warm DIODE compile compiles its stored winner again.
-    Called before DIODE's candidates are generated; a no-op once the path is set, where torch has
-    no ptxas, or once this process has hashed its backend (the variable then changes no key).
+    process, and Inductor writes that hash into every kernel's module (``backend_hash``). Every
+    graph Inductor compiles hashes it (``graph.py`` reads ``inductor_meta_from_config`` after its
+    code is generated, a GEMM left to ATen included), while Inductor sets ``TRITON_PTXAS_PATH``
+    (torch's own ptxas, where torch ships one) only when this process first compiles a Triton
+    kernel: a process whose first graph compiled no Triton kernel keys its kernels by Triton's
+    bundled ptxas, one that started with a Triton kernel by torch's, so a later process misses
+    every kernel the other kind compiled and a warm DIODE compile compiles its stored winner
+    again. Called when ``torch._inductor.graph`` is imported, before any graph is lowered; a
+    no-op once the path is set (the user's own included) or where torch has no ptxas. Triton
+    kernels compiled by the user's own code in this process afterwards use torch's ptxas too, as
+    they would after Inductor's first Triton compile.
 
     torch 2.11 and 2.13 alike: ``torch._inductor.runtime.compile_tasks._set_triton_ptxas_path``
     (cached; what ``AsyncCompile.triton`` and the compile workers call).
