@@ -368,20 +368,19 @@ SIX_FAMILIES = ("llama", "bert", "gpt", "t5", "vit", "whisper")
 QUICK_TRAIN = ("--max-epochs", "1", "--steps-per-epoch", "3", "--hidden", "8", "--ensemble", "2")
 
 
-def test_train_passes_the_candidate_draw_options_to_training(capsys, tmp_path):
+def test_train_passes_the_candidate_draw_power_to_training(capsys, tmp_path):
     import torch
     from synthetic_timings import write_dataset
 
     data = write_dataset(tmp_path / "data", train=24, validation=0)
-    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), "--sample-power", "4",
-                       "--always-draw-aten", *QUICK_TRAIN)  # fmt: skip
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), "--sample-power", "4", *QUICK_TRAIN)
     assert code == 0, err
     options = torch.load(tmp_path / "model" / "model.pt", weights_only=True)["training"]["options"]
-    assert (options["sample_power"], options["always_draw_aten"]) == (4.0, True)
+    assert options["sample_power"] == 4.0
     code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "plain"), *QUICK_TRAIN)
     assert code == 0, err
     options = torch.load(tmp_path / "plain" / "model.pt", weights_only=True)["training"]["options"]
-    assert (options["sample_power"], options["always_draw_aten"]) == (2.0, False)
+    assert options["sample_power"] == 2.0
 
 
 def test_train_uses_the_named_early_stopping_and_calibration_families(capsys, tmp_path):

@@ -15,9 +15,7 @@ from diode_backend import registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.model.network import TimingModel
-from diode_backend.offline.train import (
-    TrainOptions, _Rows, ranking_loss, refit_hit_model, split_problems, train, with_aten_rows,
-)  # fmt: skip
+from diode_backend.offline.train import TrainOptions, ranking_loss, refit_hit_model, split_problems, train
 
 FAST = TrainOptions(hidden=16, ensemble=3, max_epochs=4, steps_per_epoch=15, problems_per_step=8, candidates=8, patience=10)
 
@@ -96,32 +94,6 @@ def test_same_seed_same_weights_other_seed_other_weights(problems, tmp_path):
     # byte for byte, whatever the file is called: a manifest's sha256 names the training
     assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()
     assert not all(torch.equal(a[key], c[key]) for key in a)
-
-
-def test_always_drawing_aten_puts_each_problems_aten_rows_in_its_last_slots(problems):
-    """The shared rows sort each problem fastest first, so its ATen row moves; a problem without
-    one keeps the rows it drew."""
-    no_aten = replace(problems[1], configs=problems[1].configs[1:], times_us=problems[1].times_us[1:])
-    rows = _Rows.build([problems[0], no_aten, problems[2]], registry.feature_extractors()["gemm"], H100)
-    assert rows.aten.shape == (3, 1) and int(rows.aten[1, 0]) == -1
-    drawn = torch.tensor([[[0, 1, 2, 3], [4, 5, 6, 7]], [[26, 27, 28, 29], [50, 51, 52, 53]]])  # [members, problems, slots]
-    chosen = torch.tensor([[0, 0], [1, 2]])
-    index = with_aten_rows(drawn, chosen, rows)
-    for member, slot in ((0, 0), (0, 1), (1, 1)):
-        problem = int(chosen[member, slot])
-        aten_row = int(rows.offsets[problem] + rows.aten[problem, 0])
-        assert rows.configs[problem][int(rows.aten[problem, 0])].kind == "aten"
-        assert index[member, slot].tolist() == [*drawn[member, slot, :-1].tolist(), aten_row]
-    assert torch.equal(index[1, 0], drawn[1, 0])  # no ATen candidate: its own draw
-    assert torch.equal(drawn[0, 0], torch.tensor([0, 1, 2, 3]))  # the draw itself is left as it was
-
-
-def test_always_drawing_aten_changes_training_and_is_recorded(problems, tmp_path):
-    run(problems, tmp_path / "plain.pt")
-    run(problems, tmp_path / "aten.pt", dataclasses.replace(FAST, always_draw_aten=True))
-    plain, aten = (torch.load(tmp_path / f"{name}.pt", weights_only=True) for name in ("plain", "aten"))
-    assert not all(torch.equal(plain["state_dict"][key], aten["state_dict"][key]) for key in plain["state_dict"])
-    assert (plain["training"]["options"]["always_draw_aten"], aten["training"]["options"]["always_draw_aten"]) == (False, True)
 
 
 class _InterruptAt(io.StringIO):

@@ -54,7 +54,7 @@ from .families import family_of, without_families
 from .progress import Progress
 from ..features import FeatureExtractor
 from ..files import write_atomic
-from ..problem import KIND_ATEN, HardwareInfo, KernelConfig
+from ..problem import HardwareInfo, KernelConfig
 from ..model.calibration import HIT_TOLERANCE, fit_calibration, pick_statistics, separation
 from ..model.checkpoint import checkpoint_data, load_checkpoint
 from ..model.hit_model import fit_hit_model, pick_signals
@@ -102,11 +102,6 @@ class _Rows:
         self.configs = configs
         self.counts = torch.tensor(counts, dtype=torch.int64)
         self.offsets = torch.cat([torch.zeros(1, dtype=torch.int64), self.counts.cumsum(0)])
-        #: ``[problems, most ATen rows of a problem]``: each problem's ATen rows (positions within
-        #: the problem), -1 where it has fewer
-        positions = [[i for i, config in enumerate(listed) if config.kind == KIND_ATEN] for listed in configs]
-        width = max(map(len, positions), default=0)
-        self.aten = torch.tensor([p + [-1] * (width - len(p)) for p in positions], dtype=torch.int64).view(len(positions), width)
 
     @classmethod
     def build(cls, problems: Sequence[ProblemTimings], extractor: FeatureExtractor, hardware: HardwareInfo) -> _Rows:
@@ -512,8 +507,6 @@ def _step(
     u = torch.rand(members, count, per, generator=sampler) ** options.sample_power
     sizes = rows.counts[problems].unsqueeze(-1)
     index = rows.offsets[problems].unsqueeze(-1) + (u * sizes).long().clamp(max=sizes - 1)
-    if options.always_draw_aten:
-        index = with_aten_rows(index, problems, rows)
     x = rows.features[index.view(members, -1)]
     target = rows.log_times[index]
     predicted = model(x).view(members, count, per)
@@ -522,19 +515,6 @@ def _step(
     loss.backward()
     optimizer.step()
     return loss.item()
-
-
-def with_aten_rows(index: torch.Tensor, problems: torch.Tensor, rows: _Rows) -> torch.Tensor:
-    """``index`` (``[..., candidates]`` rows drawn for ``problems``, ``[...]``) with each problem's
-    ATen rows in its last slots, where it has them (as many as fit); drawn rows elsewhere."""
-    width = min(rows.aten.shape[1], index.shape[-1])
-    if not width:
-        return index
-    aten = rows.aten[problems][..., :width]
-    tail = index[..., -width:]
-    index = index.clone()
-    index[..., -width:] = torch.where(aten >= 0, rows.offsets[problems].unsqueeze(-1) + aten, tail)
-    return index
 
 
 def ranking_loss(

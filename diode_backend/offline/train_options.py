@@ -20,9 +20,6 @@ class TrainOptions:
     ``temperature`` is in natural-log units of time (0.05: a 5% slower candidate weighs
     ``1/e`` as much in the listwise target). ``residual``: the network corrects the analytical
     scorer's estimate (a feature) instead of predicting the time from scratch.
-    ``always_draw_aten``: every problem drawn in a step brings all its ATen (cuBLAS) candidates,
-    in place of its last drawn slots; otherwise one ATen row among a few hundred Triton tiles is
-    seen in a fraction of the visits (``benchmarks/results/h100_attention_pick_study.md``).
     """
 
     hidden: int = 32
@@ -42,4 +39,3 @@ class TrainOptions:
     holdout_fraction: float = 0.2
     residual: bool = True
     seed: int = 0
-    always_draw_aten: bool = False

@@ -18,7 +18,6 @@ _OPTION_HELP = {
     "problems_per_step": "problems per step",
     "candidates": "candidates drawn per problem per step",
     "sample_power": "candidates are drawn as floor(u**power * n) over the problem's fastest first: above 1 favours fast ones",
-    "always_draw_aten": "draw every ATen (cuBLAS) candidate of a problem whenever the problem is drawn",
     "learning_rate": "AdamW learning rate (cosine decay over max-epochs)",
     "listwise_weight": "weight of the ranking (listwise) term against the MSE of log times",
     "temperature": "listwise softmax temperature, natural-log units of time",
@@ -84,9 +83,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for field in dataclasses.fields(TrainOptions):
         if field.name in _OPTION_HELP:
             default = getattr(defaults, field.name)
-            if isinstance(default, bool):
-                parser.add_argument(f"--{field.name.replace('_', '-')}", action="store_true", help=_OPTION_HELP[field.name])
-                continue
             parser.add_argument(
                 f"--{field.name.replace('_', '-')}",
                 type=type(default),
