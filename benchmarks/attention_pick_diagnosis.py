@@ -39,24 +39,8 @@ from diode_backend.offline.train import inference_hardware, usable
 from diode_backend.offline.workload import workload_class
 
 DATA = "trained_models/data/h100/dataset"
-#: early stopping and calibration families of the shipped model: judged, never trained on
-ELEVEN = frozenset("beit bert eva llm odd xlm-roberta deepseek-v2 deit mamba mbart opt".split())
-#: the reported families: every subcommand skips them
-HELD_OUT = frozenset("bart electra mamba2 mistral qwen-moe sd-unet vit wav2vec2".split())
 FAST = math.log(1.3)  # a problem's fast candidates: within 1.3x of its best
 NOISE_SIGMAS = (0.0078, 0.0146, 0.025)  # the sweep's repeated-timing spread (model_error_analysis.py)
-
-
-def problems(dataset, part: str | None = None, cls: str | None = None):
-    """(part, record) of the usable records outside the held-out families: part ``eleven`` or
-    ``train``; only ``part`` and workload class ``cls`` when given."""
-    for record in usable(list(dataset)):
-        family = family_of(record)
-        if family in HELD_OUT:
-            continue
-        where = "eleven" if family in ELEVEN else "train"
-        if (part is None or part == where) and (cls is None or workload_class(record.problem) == cls):
-            yield where, record
 
 
 class Model:
@@ -65,12 +49,30 @@ class Model:
     def __init__(self, path: str, hardware) -> None:
         checkpoint = load_checkpoint(path)
         self.network, self.extractor = checkpoint.model.eval(), feature_extractor_for(checkpoint)
+        training = checkpoint.training
+        #: judged, never trained on: the checkpoint's early-stopping and calibration families
+        self.eleven = frozenset(training["stopping_families"] + training["calibration_families"])
+        #: the reported families: every subcommand skips them
+        self.held_out = frozenset(training["holdout_families"])
         self.hardware_of = timed_hardware(hardware)
 
     def members(self, record, configs=None) -> torch.Tensor:
         configs = record.configs if configs is None else configs
         with torch.no_grad():
             return self.network(self.extractor.extract(record.problem, configs, self.hardware_of(record))).double()
+
+
+def problems(model: Model, dataset, part: str | None = None, cls: str | None = None):
+    """(part, record) of the usable records outside ``model``'s held-out families: part
+    ``eleven`` (its early-stopping and calibration families) or ``train``; only ``part`` and
+    workload class ``cls`` when given."""
+    for record in usable(list(dataset)):
+        family = family_of(record)
+        if family in model.held_out:
+            continue
+        where = "eleven" if family in model.eleven else "train"
+        if (part is None or part == where) and (cls is None or workload_class(record.problem) == cls):
+            yield where, record
 
 
 def geo(logs) -> float:
@@ -86,7 +88,7 @@ def figures(logs) -> str:
 
 def cmd_picks(args, dataset, model) -> None:
     rows = []
-    for _, record in problems(dataset, "eleven", "attention_bmm"):
+    for _, record in problems(model, dataset, "eleven", "attention_bmm"):
         times = torch.tensor(record.times_us, dtype=torch.float64)
         predicted = model.members(record).mean(0).exp()
         pick, best = int(predicted.argmin()), int(times.argmin())
@@ -131,7 +133,7 @@ def cmd_picks(args, dataset, model) -> None:
 
 def cmd_fit(args, dataset, model) -> None:
     logs = collections.defaultdict(list)
-    for part, record in problems(dataset):
+    for part, record in problems(model, dataset):
         times = torch.tensor(record.times_us, dtype=torch.float64)
         log = math.log(float(times[int(model.members(record).mean(0).argmin())] / times.min()))
         cls = workload_class(record.problem)
@@ -147,7 +149,7 @@ def cmd_fit(args, dataset, model) -> None:
 
 def cmd_members(args, dataset, model) -> None:
     sums = collections.defaultdict(lambda: [0.0, 0.0, 0])
-    for part, record in problems(dataset):
+    for part, record in problems(model, dataset):
         truth = torch.tensor(record.times_us, dtype=torch.float64).log()
         members = model.members(record)
         fast = truth <= truth.min() + FAST
@@ -168,7 +170,7 @@ def cmd_noise(args, dataset, model) -> None:
     generator = torch.Generator().manual_seed(0)
     for sigma in NOISE_SIGMAS:
         logs = collections.defaultdict(list)
-        for _, record in problems(dataset, "eleven"):
+        for _, record in problems(model, dataset, "eleven"):
             times = torch.tensor(record.times_us, dtype=torch.float64)
             draws = []
             for _ in range(5):
@@ -181,7 +183,7 @@ def cmd_noise(args, dataset, model) -> None:
 def _fast_triton_errors(dataset, model, part):
     """Per attention-bmm problem of ``part`` with enough fast Triton rows: (error, features,
     configs) of those rows, error and feature columns centred per problem."""
-    for _, record in problems(dataset, part, "attention_bmm"):
+    for _, record in problems(model, dataset, part, "attention_bmm"):
         keep = [i for i, c in enumerate(record.configs) if c.kind == "triton"]
         configs = [record.configs[i] for i in keep]
         truth = torch.tensor([record.times_us[i] for i in keep], dtype=torch.float64).log()
@@ -267,7 +269,7 @@ def cmd_loss(args, dataset, model) -> None:
     scale = float(load_checkpoint(args.model).model.target_std)
     generator = torch.Generator().manual_seed(0)
     sums = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
-    for part, record in problems(dataset):
+    for part, record in problems(model, dataset):
         truth = torch.tensor(record.times_us, dtype=torch.float64).log()
         order = torch.argsort(truth)
         truth, mean = truth[order], model.members(record).mean(0)[order]

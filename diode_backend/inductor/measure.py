@@ -12,8 +12,8 @@ such choices are timed by the guarded event timer instead (launched one by one b
 kernel), in a pass of their own. Choices of one kernel are always replayed: the two timers agree
 on them on an idle host, but inside a compile the event timer's guard, sized by the host time of
 a launch before the pass, can fall short of a host slowed by the compile, and then counts the
-GPU's wait for a launch, most often an ATen call's (docs/decisions.md). A choice that fails to compile or run is
-dropped.
+GPU's wait for a launch, most often an ATen call's (docs/decisions.md). A choice that fails to
+compile or run is dropped.
 """
 
 from __future__ import annotations
