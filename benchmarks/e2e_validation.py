@@ -41,6 +41,8 @@ the row (the control left out). Results are written after every problem; ``--res
 continues a file an earlier call wrote (its complete rows kept and their problems skipped; a row
 with a failed mode is measured again), so a run longer than one GPU call is made in several.
 Problems run in a fixed pseudo-random order, so the rows of a run cut short are a fair sample.
+``--shard I/N`` takes every Nth problem of that order from the Ith (0-based): N runs in parallel,
+one GPU each, cover the problems once, and ``benchmarks/e2e_merge.py`` joins their files.
 Each run records its cache folders (``caches``); each DIODE mode keeps its
 prediction cache in a folder of its own under ``caches.diode``. ``--families`` takes the
 validation problems of named model families (``held-out``: those of
@@ -178,6 +180,14 @@ def run_order(problems: list[ProblemTimings]) -> list[ProblemTimings]:
     """``problems`` in a fixed pseudo-random order (by a hash of each description), so that the
     rows a run cut short by time has measured are a fair sample of all it was asked for."""
     return sorted(problems, key=lambda p: hashlib.sha256(p.problem.describe().encode()).hexdigest())
+
+
+def parse_shard(text: str) -> tuple[int, int] | None:
+    """``"I/N"`` as ``(I, N)`` with ``0 <= I < N``; None for anything else."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or int(index) >= int(count):
+        return None
+    return int(index), int(count)
 
 
 def make_case(problem: GemmProblem, device: str = "cuda"):
@@ -632,7 +642,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=480.0, help="start no new problem after this many seconds")
     parser.add_argument("--out", required=True, help="JSON file to write (rewritten after every problem)")
     parser.add_argument("--resume", action="store_true", help="keep the complete rows already in --out and skip their problems")
+    parser.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="I/N",
+        help="take every Nth problem of the run order from the Ith, 0-based (one of N runs in parallel; "
+        "benchmarks/e2e_merge.py joins their files)",
+    )
     args = parser.parse_args(argv)
+    shard = parse_shard(args.shard)
+    if shard is None:
+        parser.error(f"--shard {args.shard!r}: give I/N with 0 <= I < N, e.g. --shard 0/4")
+    if args.warm_from and shard != (0, 1):
+        parser.error("--shard with --warm-from: warm from the shard's own results file instead")
     modes = [m for m in (args.modes or ",".join(WARM_MODES if args.warm_from else DEFAULT_MODES)).split(",") if m]
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
@@ -700,6 +722,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings": cache_settings,
         },
         "warm_from": args.warm_from,
+        "shard": args.shard,
         "rows": [],
     }
     if args.resume and Path(args.out).exists():
@@ -708,13 +731,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{args.out} was written with other --modes ({', '.join(earlier.get('modes', {}))})")
         if earlier.get("timing") != result["timing"]:
             parser.error(f"{args.out} was timed by another method (TimingMethod); start a new --out")
+        if parse_shard(earlier.get("shard", "0/1")) != shard:
+            parser.error(f"{args.out} holds shard {earlier.get('shard', '0/1')} of its run, not {args.shard}")
         # a row with a failed mode is measured again
         result["rows"] = [row for row in earlier["rows"] if not any("error" in f for f in row["modes"].values())]
         result["earlier_calls"] = earlier.get("earlier_calls", []) + [
             {"environment": earlier["environment"], "elapsed_s": earlier.get("elapsed_s"), "caches": earlier.get("caches")}
         ]
     done = {row["describe"] for row in result["rows"]}
-    chosen = [item for item in run_order(chosen) if item.problem.describe() not in done]
+    chosen = [item for item in run_order(chosen)[shard[0] :: shard[1]] if item.problem.describe() not in done]
     result["summary"] = summarize(result["rows"], modes)
     warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256), args.device)
     measure_row(warm_fn, warm_args, modes, timer, caches)  # one-time costs out of the rows

@@ -1,25 +1,45 @@
 #!/bin/bash
 # One GPU call of the end-to-end run on the held-out families (benchmarks/results/h100_model.md):
-#   [MODES=a,b,...] benchmarks/h100_e2e.sh SECONDS
-# 1. benchmarks/e2e_validation.py, every mode (or MODES) side by side, continuing $RESUME/e2e.json
-#    when it exists (carry the folder to the GPU machine), until SECONDS less the time of step 2;
+#   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] benchmarks/h100_e2e.sh SECONDS
+# SHARDS (default 1) parts run in parallel, part I on GPU I with an even share of the CPU cores,
+# its own DIODE and Triton caches, and every SHARDS-th problem (e2e_validation --shard I/N). Each
+# part:
+# 1. benchmarks/e2e_validation.py, every mode (or MODES) side by side, continuing
+#    $RESUME/parts/eI.json when it exists (carry $RESUME to the GPU machine), until SECONDS
+#    less WARM_S (default 170), the time kept for step 2;
 # 2. the same script with --warm-from: the problems this call added compiled again in a new
 #    process with this call's DIODE prediction cache and Triton kernel cache (Inductor's caches
-#    off), continuing $RESUME/e2e_warm.json. Earlier calls' caches are gone with their machine,
-#    so only this call's rows (e2e_call.json) can be compiled warm.
-# Under $OUT: e2e.json, e2e_warm.json (copy them to $RESUME for the next call) and their logs.
+#    off), continuing $RESUME/parts/wI.json. Earlier calls' caches are gone with their machine,
+#    so only this call's rows (cI.json) can be compiled warm. WARM_S=0 leaves this step out.
+# Then benchmarks/e2e_merge.py joins the parts. Under $OUT: e2e.json and e2e_warm.json (the
+# whole run so far) and parts.tgz (the parts and their logs: unpack it into $RESUME for the next call).
 set -u
 budget=$1
 RESUME=${RESUME:-.e2e}
 MODES=${MODES:-no_autotune,diode_pick,diode_fast,max_autotune_default,no_autotune_again,best_known}
-export PYTHONUNBUFFERED=1 DIODE_CACHE_DIR=/tmp/e2e-diode-$$ TRITON_CACHE_DIR=/tmp/e2e-triton-$$
+SHARDS=${SHARDS:-1}
+WARM_S=${WARM_S:-170}
+export PYTHONUNBUFFERED=1
 e2e=benchmarks/e2e_validation.py
 data=trained_models/data/h100/dataset
-for name in e2e e2e_warm; do [ -f "$RESUME/$name.json" ] && cp "$RESUME/$name.json" "$OUT/$name.json"; done
-python3 $e2e $data --families held-out --modes $MODES \
-  --resume --budget-s $((budget - 170)) --out "$OUT/e2e.json" > "$OUT/e2e.log" 2>&1
-echo "cold rc=$? at ${SECONDS}s"
-python3 - "$RESUME/e2e.json" "$OUT/e2e.json" "$OUT/e2e_call.json" <<'PY'
+gpus=$(nvidia-smi -L | wc -l)
+if [ "$gpus" -lt "$SHARDS" ]; then echo "SHARDS=$SHARDS needs as many GPUs; this machine has $gpus" >&2; exit 2; fi
+cores=$(( $(nproc) / SHARDS ))
+parts=$OUT/parts
+mkdir -p "$parts"
+[ -d "$RESUME/parts" ] && cp "$RESUME"/parts/*.json "$parts"/ 2>/dev/null
+
+part() {  # part I: cold, then this call's rows warm
+  local i=$1 cpus="taskset -c $(( $1 * cores ))-$(( $1 * cores + cores - 1 ))"
+  command -v taskset > /dev/null || cpus=""
+  export CUDA_VISIBLE_DEVICES=$i DIODE_CACHE_DIR=/tmp/e2e-diode-$$-$i TRITON_CACHE_DIR=/tmp/e2e-triton-$$-$i
+  local earlier=/tmp/e2e-earlier-$$-$i.json
+  [ -f "$parts/e$i.json" ] && cp "$parts/e$i.json" "$earlier"
+  $cpus python3 $e2e $data --families held-out --modes "$MODES" --shard "$i/$SHARDS" \
+    --resume --budget-s $((budget - WARM_S)) --out "$parts/e$i.json" > "$parts/e$i.log" 2>&1
+  echo "part $i cold rc=$? at ${SECONDS}s"
+  [ "$WARM_S" -gt 0 ] || return 0
+  python3 - "$earlier" "$parts/e$i.json" "$parts/c$i.json" <<'PY'
 import json, pathlib, sys
 earlier, now, call = (pathlib.Path(p) for p in sys.argv[1:])
 done = {row["describe"] for row in json.loads(earlier.read_text())["rows"]} if earlier.is_file() else set()
@@ -28,6 +48,14 @@ result["rows"] = [row for row in result["rows"] if row["describe"] not in done]
 call.write_text(json.dumps(result))
 print(f"{len(result['rows'])} rows added by this call")
 PY
-python3 $e2e $data --warm-from "$OUT/e2e_call.json" --resume --budget-s $((budget - SECONDS - 30)) \
-  --out "$OUT/e2e_warm.json" > "$OUT/e2e_warm.log" 2>&1
-echo "warm rc=$? at ${SECONDS}s"
+  $cpus python3 $e2e $data --warm-from "$parts/c$i.json" --resume --budget-s $((budget - SECONDS - 30)) \
+    --out "$parts/w$i.json" > "$parts/w$i.log" 2>&1
+  echo "part $i warm rc=$? at ${SECONDS}s"
+}
+
+for i in $(seq 0 $((SHARDS - 1))); do part "$i" & done
+wait
+python3 benchmarks/e2e_merge.py "$OUT/e2e.json" "$parts"/e[0-9]*.json
+[ "$WARM_S" -gt 0 ] && python3 benchmarks/e2e_merge.py "$OUT/e2e_warm.json" "$parts"/w[0-9]*.json
+rm -f "$parts"/c[0-9]*.json
+tar czf "$OUT/parts.tgz" -C "$OUT" parts && rm -rf "$parts"

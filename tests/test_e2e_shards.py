@@ -1,0 +1,98 @@
+"""``benchmarks/e2e_validation.py --shard`` and ``benchmarks/e2e_merge.py`` on the CPU: runs made
+in parallel, one per GPU, cover a run's problems once and join into one run's results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture
+def scripts(tmp_path, monkeypatch):
+    """The two scripts as modules; their import-time cache folders are the test's."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    modules = {}
+    for name in ("e2e_validation", "e2e_merge"):
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        modules[name] = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, modules[name])
+        spec.loader.exec_module(modules[name])
+    return modules["e2e_validation"], modules["e2e_merge"]
+
+
+@pytest.fixture
+def data(tmp_path) -> str:
+    """A dataset of three small float32 validation problems, one measured candidate each."""
+    from diode_backend import registry
+    from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, write_shard
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    problems = [GemmProblem("mm", m, 24, 16, dtype="float32") for m in (8, 16, 32)]
+    timings = [ProblemTimings(p, (KernelConfig("aten", "aten::mm"),), (10.0,), split="validation") for p in problems]
+    write_shard(tmp_path / "data" / "part-000.msgpack", DatasetMeta(registry.detect_hardware("cpu")), timings)
+    return str(tmp_path / "data")
+
+
+def run(e2e, data: str, out: Path, *options: str) -> dict:
+    assert e2e.main([data, "--device", "cpu", "--modes", "no_autotune", "--out", str(out), *options]) == 0
+    return json.loads(out.read_text())
+
+
+def test_shards_cover_the_problems_once_and_merge_into_one_run(scripts, data, tmp_path):
+    e2e, merger = scripts
+    parts = [run(e2e, data, tmp_path / f"part{i}.json", "--shard", f"{i}/2") for i in (0, 1)]
+    problems = [{row["describe"] for row in part["rows"]} for part in parts]
+    assert not problems[0] & problems[1] and len(problems[0] | problems[1]) == 3
+    assert [part["shard"] for part in parts] == ["0/2", "1/2"]
+
+    out = tmp_path / "merged.json"
+    assert merger.main([str(out), str(tmp_path / "part0.json"), str(tmp_path / "part1.json")]) == 0
+    merged = json.loads(out.read_text())
+    assert {row["describe"] for row in merged["rows"]} == problems[0] | problems[1]
+    assert merged["summary"] == e2e.summarize(merged["rows"], ["no_autotune"])
+    assert merged["summary"]["no_autotune"]["problems"] == 3
+    assert [part["shard"] for part in merged["parts"]] == ["0/2", "1/2"]
+    assert merged["modes"] == parts[0]["modes"] and merged["timing"] == parts[0]["timing"]
+
+
+def test_a_shard_resumes_only_its_own_file(scripts, data, tmp_path, capsys):
+    e2e, _ = scripts
+    out = tmp_path / "part.json"
+    first = run(e2e, data, out, "--shard", "1/3")
+    assert len(first["rows"]) == 1
+    assert run(e2e, data, out, "--shard", "1/3", "--resume")["rows"] == first["rows"]  # nothing left to do
+    with pytest.raises(SystemExit):
+        run(e2e, data, out, "--shard", "0/3", "--resume")
+    assert "holds shard 1/3 of its run, not 0/3" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shard", ["2/2", "1", "a/b", "-1/2"])
+def test_a_shard_that_is_not_i_of_n_is_refused(scripts, data, tmp_path, capsys, shard):
+    e2e, _ = scripts
+    with pytest.raises(SystemExit):
+        e2e.main([data, "--device", "cpu", f"--shard={shard}", "--out", str(tmp_path / "out.json")])
+    assert f"--shard {shard!r}: give I/N with 0 <= I < N" in capsys.readouterr().err
+
+
+def test_merge_refuses_parts_that_overlap_or_differ(scripts, data, tmp_path, capsys):
+    e2e, merger = scripts
+    part = run(e2e, data, tmp_path / "part.json", "--shard", "0/2")
+    (tmp_path / "other.json").write_text(json.dumps({**part, "modes": {"no_autotune": {}, "diode_fast": {}}, "rows": []}))
+    cases = {
+        ("part.json", "part.json"): "is also in",
+        ("part.json", "other.json"): "its modes differs from",
+        ("part.json", "missing.json"): "not a readable results file",
+    }
+    for names, message in cases.items():
+        with pytest.raises(SystemExit):
+            merger.main([str(tmp_path / "merged.json"), *(str(tmp_path / n) for n in names)])
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "merged.json").exists()
