@@ -187,3 +187,12 @@ def test_sweep_kernels_rank_like_inductors_kernels(tmp_path):
     run_sweep(planned, tmp_path, DatasetMeta(hardware), progress=False, compile_workers=8)
     row = compare(inductor_kernels, load_dataset(tmp_path).problems[0])
     assert row["triton_candidates"] >= 15 and row["triton_spearman"] > 0.8 and row["triton_winner_within_3pct"], row
+
+
+def test_the_environment_reads_this_gpu_from_nvidia_smi_by_its_uuid():
+    """nvidia-smi answers for the UUID torch gives its device: the shard records the driver,
+    clocks and power limit of the GPU it ran on, not of the host's first one."""
+    env = environment(0)
+    assert env["driver_version"] and env["clocks_max_sm"].endswith("MHz") and env["power_limit"].endswith("W")
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=True).stdout
+    assert f"UUID: GPU-{torch.cuda.get_device_properties(0).uuid}" in listed

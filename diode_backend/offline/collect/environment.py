@@ -60,7 +60,7 @@ def environment(device_index: int | None = None, **extra: Any) -> dict[str, Any]
 
 
 def _nvidia_smi(index: int) -> dict[str, str]:
-    query = ["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader"]
+    query = ["nvidia-smi", f"--id={_smi_id(index)}", f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader"]
     try:
         out = subprocess.run(query, capture_output=True, text=True, timeout=10, check=True).stdout
     except (OSError, subprocess.SubprocessError):
@@ -69,3 +69,14 @@ def _nvidia_smi(index: int) -> dict[str, str]:
     if len(values) != len(_SMI_FIELDS):
         return {}
     return {name.replace(".", "_"): value for name, value in zip(_SMI_FIELDS, values)}
+
+
+def _smi_id(index: int) -> str:
+    """nvidia-smi's name for torch's CUDA device ``index``: its UUID. torch counts only the
+    devices ``CUDA_VISIBLE_DEVICES`` leaves, in CUDA's order, nvidia-smi every device in PCI
+    order, so the index alone can name another GPU (every part of a sharded run would read GPU
+    0). The index where torch gives no UUID."""
+    try:
+        return f"GPU-{torch.cuda.get_device_properties(index).uuid}"
+    except (AssertionError, RuntimeError, AttributeError):  # no CUDA here, or a torch without uuid
+        return str(index)
