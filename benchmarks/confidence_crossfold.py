@@ -43,7 +43,7 @@ from diode_backend.model.novelty import familiarity, nearest_distance
 from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of, of_families
 from diode_backend.offline.train import inference_hardware
-from diode_backend.offline.validate import reliability, score_problem
+from diode_backend.offline.validate import fallback_candidate, reliability, score_problem
 from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
 from diode_backend.problem import KIND_ATEN
 
@@ -83,9 +83,7 @@ def collect(data: Sequence[str], folds: list[list[str]], models: Path) -> tuple[
             for item in problems:
                 hw = hardware_of(item)
                 prediction = scorer.predict(item.problem, item.configs, hw)  # what validate and the runtime rank with
-                aten = [i for i, c in enumerate(item.configs) if c.kind == KIND_ATEN]
-                fallback = min(aten, key=item.times_us.__getitem__) if aten else max(range(len(item.times_us)), key=item.times_us.__getitem__)
-                regret = score_problem(prediction, item.times_us, fallback).regrets[1]
+                regret = score_problem(prediction, item.times_us, fallback_candidate(item)).regrets[1]
                 features = scorer.extractor.extract(item.problem, item.configs, hw)
                 with torch.inference_mode():
                     members = scorer.network(features)  # [E, n] log microseconds, as LearnedScorer._predict

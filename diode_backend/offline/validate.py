@@ -128,6 +128,13 @@ class ProblemScore:
     confidence: float | None
 
 
+def fallback_candidate(item: ProblemTimings) -> int:
+    """The candidate charged when nothing was scored: the fastest ATen call, else the slowest."""
+    aten = [i for i, c in enumerate(item.configs) if c.kind == KIND_ATEN]
+    times = item.times_us.__getitem__
+    return min(aten, key=times) if aten else max(range(len(item.times_us)), key=times)
+
+
 def score_problem(prediction: Prediction, times_us: Sequence[float], fallback: int) -> ProblemScore:
     """Judge one prediction against measured times; ``fallback`` is the candidate charged
     when nothing was scored (ATen)."""
@@ -238,8 +245,7 @@ def validate(
     rows = []
     hardware_of = timed_hardware(hardware)  # each problem is scored under its own TF32 rule
     for done, item in enumerate(problems, start=1):
-        aten = [i for i, c in enumerate(item.configs) if c.kind == KIND_ATEN]
-        fallback = min(aten, key=item.times_us.__getitem__) if aten else max(range(len(item.times_us)), key=item.times_us.__getitem__)
+        fallback = fallback_candidate(item)
         row: dict[str, Any] = {"problem": item.problem.describe(), "candidates": len(item.configs), "best_us": min(item.times_us)}
         for name, each in scorers.items():
             result = score_problem(each.predict(item.problem, item.configs, hardware_of(item)), item.times_us, fallback)
