@@ -123,8 +123,9 @@ def test_graph_timer_agrees_with_the_stream_timer_on_cublas_and_drops_finished_c
     by_graph = [Timer.summarize(s) for s in graph.time(launches)]
     by_stream = [Timer.summarize(s) for s in stream.time(launches)]
     for g, t, size in zip(by_graph, by_stream, sizes):
-        # 10%, or under a microsecond for the smallest: launch gaps the stream timer cannot hide
-        assert abs(g - t) < max(0.1 * t, 0.75), (size, g, t)
+        # 10%; the smallest within a microsecond of the stream timer, which reads the launch gaps
+        # it cannot hide on top of a 5 us kernel, and never more than 10% over it
+        assert g < 1.1 * t and t - g < max(0.1 * t, 1.0), (size, g, t)
     counts = [len(s) for s in graph.time(launches)]
     assert counts[0] == 11 and counts[-1] < counts[0], counts  # the slowest GEMM gets fewer runs
 
