@@ -1,0 +1,143 @@
+"""Issues 12 and 14's end-to-end figures from one run of ``benchmarks/e2e_validation.py``, each
+against three references, so that the choice of reference is visible rather than made here.
+
+    python benchmarks/e2e_report.py E2E.json [--out REPORT.json]
+
+References of a row's runtimes:
+
+- ``collector``: the dataset's fastest candidate of the problem (``vs_best``), timed by the
+  collector on another day;
+- ``run``: the fastest mode of the row, timed in the same interleaved rounds: every timed mode
+  but the control (``e2e_validation.CONTROL``), ``best_known`` and max-autotune DEFAULT included;
+- ``best_known``: the dataset's fastest candidate compiled alone in the row (``vs_best_known``).
+
+Reported per mode and reference: geometric mean, 90th percentile and worst; compile time; per
+workload class for the single pick (``diode_pick``) and the defaults (``diode_fast``); the
+defaults against max-autotune DEFAULT row by row; the defaults' rows over
+:data:`WORST_BOUND`; the single picks kept at or above the default confidence threshold that run
+over :data:`TRUSTED_BOUND`; and the AUROC of the single pick's confidence predicting a hit
+(within ``1 + calibration.HIT_TOLERANCE`` of the reference), with ``calibration.auroc``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import e2e_validation  # noqa: E402
+
+from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
+from diode_backend.options import OPTIONS  # noqa: E402
+
+SINGLE_PICK, DEFAULTS, MAX_AUTOTUNE = "diode_pick", "diode_fast", "max_autotune_default"
+REFERENCES = ("collector", "run", "best_known")
+#: Issue 14's bound on the defaults' worst row; issue 12's on a trusted single pick.
+WORST_BOUND, TRUSTED_BOUND = 1.15, 1.2
+THRESHOLD = next(o.default for o in OPTIONS if o.name == "diode_confidence_threshold")
+
+
+def reference_us(row: dict, reference: str) -> float | None:
+    """The runtime ``row``'s modes are divided by under ``reference`` (None where it has none)."""
+    modes = row["modes"]
+    if reference == "collector":
+        return row["best_measured_us"]
+    if reference == "best_known":
+        known = modes.get(e2e_validation.BEST_KNOWN, {})
+        return known.get("runtime_us") if known.get("applied") else None
+    timed = [f["runtime_us"] for mode, f in modes.items() if mode != e2e_validation.CONTROL and "runtime_us" in f]
+    return min(timed) if timed else None
+
+
+def ratios(rows: list[dict], mode: str, reference: str) -> list[tuple[dict, float]]:
+    """(row, runtime over the reference) for the rows where ``mode`` was timed and the reference exists."""
+    out = []
+    for row in rows:
+        figures, best = row["modes"].get(mode, {}), reference_us(row, reference)
+        if "runtime_us" in figures and best:
+            out.append((row, figures["runtime_us"] / best))
+    return out
+
+
+def spread(values: list[float]) -> dict | None:
+    """Geometric mean, 90th percentile (as ``e2e_validation.summarize_rows``) and worst."""
+    if not values:
+        return None
+    t = torch.tensor(values, dtype=torch.float64)
+    return {"rows": len(values), "geomean": float(t.log().mean().exp()), "p90": float(torch.quantile(t, 0.9)), "worst": float(t.max())}
+
+
+def confidence(figures: dict) -> float | None:
+    decision = (figures.get("diode") or {}).get("decision") or {}
+    return decision.get("confidence")
+
+
+def report(result: dict) -> dict:
+    rows = result["rows"]
+    modes = [m for m in result["modes"] if m != e2e_validation.CONTROL]
+    out: dict = {"rows": len(rows), "threshold": THRESHOLD, "modes": {}}
+    for mode in modes:
+        done = [row["modes"][mode] for row in rows if "runtime_us" in row["modes"].get(mode, {})]
+        compile_s = [f["compile_s"] for f in done]
+        out["modes"][mode] = {
+            "compile_s_total": sum(compile_s),
+            **{ref: spread([r for _, r in ratios(rows, mode, ref)]) for ref in REFERENCES},
+        }
+    if MAX_AUTOTUNE in out["modes"]:
+        total = out["modes"][MAX_AUTOTUNE]["compile_s_total"]
+        for mode in modes:
+            out["modes"][mode]["compile_over_max_autotune"] = out["modes"][mode]["compile_s_total"] / total
+        pairs = [
+            row["modes"][DEFAULTS]["runtime_us"] / row["modes"][MAX_AUTOTUNE]["runtime_us"]
+            for row in rows
+            if "runtime_us" in row["modes"].get(DEFAULTS, {}) and "runtime_us" in row["modes"].get(MAX_AUTOTUNE, {})
+        ]
+        out["defaults_over_max_autotune"] = {**spread(pairs), "slower_by_over_5pct": sum(p > 1.05 for p in pairs), "best": min(pairs)}
+    classes = sorted({row["workload_class"] for row in rows})
+    out["by_class"] = {
+        c: {mode: {ref: spread([r for row, r in ratios(rows, mode, ref) if row["workload_class"] == c]) for ref in REFERENCES} for mode in (SINGLE_PICK, DEFAULTS)}
+        for c in classes
+    }
+    out["defaults_over_bound"] = {
+        ref: [{"problem": row["describe"], "family": row["family"], "ratio": r} for row, r in ratios(rows, DEFAULTS, ref) if r > WORST_BOUND]
+        for ref in REFERENCES
+    }
+    picks = [(row, r) for row, r in ratios(rows, SINGLE_PICK, "run") if confidence(row["modes"][SINGLE_PICK]) is not None]
+    out["trusted"] = {"count": sum(confidence(row["modes"][SINGLE_PICK]) >= THRESHOLD for row, _ in picks)}
+    out["confidence_auroc"] = {}
+    for ref in REFERENCES:
+        scored = [(confidence(row["modes"][SINGLE_PICK]), r) for row, r in ratios(rows, SINGLE_PICK, ref) if confidence(row["modes"][SINGLE_PICK]) is not None]
+        hits = [r <= 1 + HIT_TOLERANCE for _, r in scored]
+        value = auroc([c for c, _ in scored], hits)
+        out["confidence_auroc"][ref] = {"auroc": None if math.isnan(value) else value, "hits": sum(hits), "rows": len(scored)}
+        out["trusted"][f"over_{TRUSTED_BOUND}_{ref}"] = [
+            {"problem": row["describe"], "ratio": r} for row, r in ratios(rows, SINGLE_PICK, ref)
+            if (confidence(row["modes"][SINGLE_PICK]) or 0) >= THRESHOLD and r > TRUSTED_BOUND
+        ]  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("result", type=Path, help="a result file of benchmarks/e2e_validation.py (or e2e_merge.py)")
+    parser.add_argument("--out", type=Path, help="write the report here as JSON (default: print it)")
+    args = parser.parse_args(argv)
+    try:
+        result = json.loads(args.result.read_text())
+    except (OSError, ValueError) as exc:
+        parser.error(f"{args.result}: cannot read an e2e result ({exc})")
+    text = json.dumps(report(result), indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""``benchmarks/e2e_report.py`` on a hand-made run: each reference divides by what it names, the
+defaults are compared with max-autotune row by row, and the confidence's AUROC and trusted misses
+follow the default threshold."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture
+def reporter(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("e2e_report", BENCHMARKS / "e2e_report.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "e2e_report", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def mode(runtime_us: float, compile_s: float = 1.0, confidence: float | None = None, **extra) -> dict:
+    figures = {"runtime_us": runtime_us, "compile_s": compile_s, **extra}
+    if confidence is not None:
+        figures["diode"] = {"decision": {"confidence": confidence}}
+    return figures
+
+
+def row(name: str, best: float, workload_class: str, **modes) -> dict:
+    return {"describe": name, "family": "f", "workload_class": workload_class, "best_measured_us": best, "modes": modes}
+
+
+@pytest.fixture
+def result() -> dict:
+    rows = [
+        # the single pick trusted and 1.3x the run's best: a trusted miss; the control is faster
+        # than every mode but is no reference
+        row("a", 8.0, "decode",
+            diode_pick=mode(13.0, 0.5, confidence=0.99), diode_fast=mode(10.0, 2.0),
+            max_autotune_default=mode(12.0, 20.0), no_autotune_again=mode(5.0),
+            best_known=mode(11.0, applied=True)),
+        # a hit at low confidence; best_known compiled another kernel (not applied): no
+        # best_known reference, yet a kernel timed in the row
+        row("b", 10.0, "narrow",
+            diode_pick=mode(10.0, 0.5, confidence=0.2), diode_fast=mode(12.0, 2.0),
+            max_autotune_default=mode(11.0, 20.0), no_autotune_again=mode(10.0),
+            best_known=mode(10.0, applied=False)),
+    ]  # fmt: skip
+    modes = ["diode_pick", "diode_fast", "max_autotune_default", "no_autotune_again", "best_known"]
+    return {"modes": {m: {} for m in modes}, "rows": rows}
+
+
+def test_each_reference_divides_by_what_it_names(reporter, result):
+    out = reporter.report(result)
+    defaults = out["modes"]["diode_fast"]
+    assert defaults["collector"]["worst"] == pytest.approx(10.0 / 8.0)
+    # row a: the fastest mode but the control is the defaults' 10; row b: the single pick's and
+    # the unapplied best_known's 10
+    assert defaults["run"]["worst"] == pytest.approx(12.0 / 10.0)
+    assert defaults["run"]["geomean"] == pytest.approx(((10.0 / 10.0) * (12.0 / 10.0)) ** 0.5)
+    assert defaults["best_known"]["rows"] == 1 and defaults["best_known"]["worst"] == pytest.approx(10.0 / 11.0)
+    assert "no_autotune_again" not in out["modes"]
+    assert out["by_class"]["decode"]["diode_pick"]["run"]["worst"] == pytest.approx(1.3)
+    assert [r["problem"] for r in out["defaults_over_bound"]["run"]] == ["b"]
+
+
+def test_the_defaults_face_max_autotune_row_by_row_and_in_compile_time(reporter, result):
+    out = reporter.report(result)
+    versus = out["defaults_over_max_autotune"]
+    assert versus["best"] == pytest.approx(10.0 / 12.0) and versus["worst"] == pytest.approx(12.0 / 11.0)
+    assert versus["slower_by_over_5pct"] == 1
+    assert out["modes"]["diode_fast"]["compile_over_max_autotune"] == pytest.approx(4.0 / 40.0)
+
+
+def test_trusted_misses_and_auroc_follow_the_default_threshold(reporter, result):
+    out = reporter.report(result)
+    assert out["trusted"]["count"] == 1
+    assert [r["problem"] for r in out["trusted"]["over_1.2_run"]] == ["a"]
+    assert out["trusted"]["over_1.2_collector"][0]["ratio"] == pytest.approx(13.0 / 8.0)
+    # the one hit (b) scored below the one miss (a)
+    assert out["confidence_auroc"]["run"] == {"auroc": 0.0, "hits": 1, "rows": 2}
+
+
+def test_the_command_writes_the_report_and_names_an_unreadable_file(reporter, result, tmp_path, capsys):
+    source, out = tmp_path / "e2e.json", tmp_path / "report.json"
+    source.write_text(json.dumps(result))
+    assert reporter.main([str(source), "--out", str(out)]) == 0
+    assert json.loads(out.read_text()) == json.loads(json.dumps(reporter.report(result)))
+    with pytest.raises(SystemExit):
+        reporter.main([str(tmp_path / "missing.json")])
+    assert "missing.json: cannot read an e2e result" in capsys.readouterr().err
