@@ -44,7 +44,7 @@ from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of, of_families
 from diode_backend.offline.train import inference_hardware
 from diode_backend.offline.validate import fallback_candidate, reliability, score_problem
-from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 from diode_backend.problem import KIND_ATEN
 
 _HOLDOUT_FILE = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"

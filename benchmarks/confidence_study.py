@@ -31,7 +31,7 @@ from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of, of_families
 from diode_backend.offline.train import inference_hardware, usable
 from diode_backend.offline.validate import reliability
-from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 
 TRUSTED = 0.9
 _TOLERANCE = math.log1p(HIT_TOLERANCE)

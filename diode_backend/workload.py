@@ -8,7 +8,7 @@ lengths, decode steps, narrow projections, float32 with and without TF32, and ba
 
 from __future__ import annotations
 
-from ..problem import GemmProblem
+from .problem import GemmProblem
 
 #: Every class, in the order of the rules of :func:`workload_class`.
 WORKLOAD_CLASSES = ("baddbmm", "attention_bmm", "fp32", "tf32", "decode", "narrow", "prefill_linear")
