@@ -1,4 +1,5 @@
-"""Workload classes: the kinds of GEMM that real models run, by which figures are reported.
+"""Workload classes: the kinds of GEMM that real models run, by which figures are reported and
+which the hit model's signals flag at ranking time (:mod:`diode_backend.model.hit_model`).
 
 A problem belongs to exactly one class; the first rule that matches wins, so a float32 bmm is an
 attention bmm and a float32 decode step is float32. The classes are the ones where a ranking
