@@ -36,7 +36,7 @@ from diode_backend.model.learned import feature_extractor_for
 from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of
 from diode_backend.offline.train import inference_hardware, usable
-from diode_backend.offline.workload import workload_class
+from diode_backend.workload import workload_class
 
 DATA = "trained_models/data/h100/dataset"
 FAST = math.log(1.3)  # a problem's fast candidates: within 1.3x of its best

@@ -38,19 +38,21 @@ import torch
 
 from diode_backend import catalog
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc, calibrate, pick_statistics, separation
-from diode_backend.model.hit_model import SIGNALS, fit_hit_model, hit_probability, pick_signals
+from diode_backend.model.hit_model import SIGNALS_OF_VERSION, fit_hit_model, hit_probability, pick_signals
 from diode_backend.model.novelty import familiarity, nearest_distance
 from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of, of_families
 from diode_backend.offline.train import inference_hardware
 from diode_backend.offline.validate import fallback_candidate, reliability, score_problem
-from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 from diode_backend.problem import KIND_ATEN
 
 _HOLDOUT_FILE = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
 #: The project's reported families: never ranked or scored here.
 HELD_OUT = tuple(json.loads(_HOLDOUT_FILE.read_text())["families"])
 SEEDS = (0, 1)
+#: The hit model's signals this study recorded: version 2's (version 3 then took S3's into the hit model).
+SIGNALS = SIGNALS_OF_VERSION[2]
 #: The rule of h100_confidence_crossfold.md: pooled gain over the raw confidence, both seeds.
 MARGIN = 0.02
 _TOLERANCE = math.log1p(HIT_TOLERANCE)
@@ -107,7 +109,7 @@ def collect(data: Sequence[str], folds: list[list[str]], models: Path) -> tuple[
                     "pick_spread": float(members[:, pick].double().std(correction=0)) / _TOLERANCE,
                     "candidates": len(item.configs), "pick_aten": config.kind == KIND_ATEN,
                     "log2_flops": math.log2(item.problem.flops),
-                    "signals": pick_signals(item.problem, item.configs, members, distance),
+                    "signals": pick_signals(item.problem, item.configs, members, distance)[: len(SIGNALS)],
                 })  # fmt: skip
                 assert abs(rows[-1]["confidence"] - calibrate(checkpoint.calibration, rows[-1]["raw_familiarity"])) < 1e-9
             checks[name] = {

@@ -31,15 +31,16 @@ from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of, of_families
 from diode_backend.offline.train import inference_hardware, usable
 from diode_backend.offline.validate import reliability
-from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 
 TRUSTED = 0.9
 _TOLERANCE = math.log1p(HIT_TOLERANCE)
 
-#: where the study's signal groups end in hit model version 2's signals (hit_model.SIGNALS):
+#: where the study's signal groups end in hit model version 2's signals (hit_model.SIGNALS_OF_VERSION[2]):
 #: version 1's twelve (v1), then the ensemble's view of the pick (E), then the problem's (P)
 _V1_END = len(SIGNALS_OF_VERSION[1])
 _E_END = SIGNALS.index("n_multiple_64")
+_V2_END = len(SIGNALS_OF_VERSION[2])
 
 
 def collect(data: list[str], model: str) -> tuple[list[dict], dict]:
@@ -66,7 +67,7 @@ def collect(data: list[str], model: str) -> tuple[list[dict], dict]:
         rows.append({
             "problem": record.problem.describe(), "family": family_of(record), "class": workload_class(record.problem),
             "hit": bool(math.log(regret) <= _TOLERANCE), "regret": regret, "raw": raw, "distance": distance,
-            "v1": signals[:_V1_END], "E": signals[_V1_END:_E_END], "P": signals[_E_END:],
+            "v1": signals[:_V1_END], "E": signals[_V1_END:_E_END], "P": signals[_E_END:_V2_END],
         })  # fmt: skip
     return rows, {"novelty_scale": scorer.checkpoint.novelty["scale"], "calibration": scorer.checkpoint.calibration}
 

@@ -111,7 +111,7 @@ import diode_backend  # noqa: E402
 from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
 from diode_backend.offline.families import family_of, parse_families  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
-from diode_backend.offline.workload import workload_class  # noqa: E402
+from diode_backend.workload import workload_class  # noqa: E402
 from diode_backend import measured, registry  # noqa: E402
 from diode_backend.inductor.context import candidate_set  # noqa: E402
 from diode_backend.inductor.feedback import observe_autotuning  # noqa: E402

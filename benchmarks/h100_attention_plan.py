@@ -36,7 +36,7 @@ from h100_zoo_plan import compile_order, kernel_keys, read_zoo
 
 from diode_backend.offline.collect import plan, shapes
 from diode_backend.offline.dataset import load_dataset
-from diode_backend.offline.workload import workload_class
+from diode_backend.workload import workload_class
 from diode_backend.problem import GemmProblem
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,7 +37,7 @@ from h100_plan import H100, MAX_FLOPS, OUT
 
 from diode_backend.offline.collect import kernel, plan, shapes
 from diode_backend.problem import GemmProblem
-from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "trained_models" / "data" / "zoo"

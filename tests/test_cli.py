@@ -437,6 +437,31 @@ def test_train_fits_a_logistic_confidence_when_asked(capsys, tmp_path):
     assert "--confidence: invalid choice: 'isotonic'" in capsys.readouterr().err
 
 
+def test_train_fits_the_logistic_confidence_on_out_of_fold_rankings_when_asked(capsys, tmp_path):
+    import torch
+    from synthetic_timings import write_dataset
+
+    data = write_dataset(tmp_path / "data", train=48, validation=6, families=SIX_FAMILIES)
+    split = ("--holdout-families", "whisper", "--stopping-families", "vit", "--calibration-families", "bert")
+    code, out, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), *split, "--confidence", "logistic",
+                         "--hit-model-folds", "2", *QUICK_TRAIN)  # fmt: skip
+    assert code == 0, err
+    assert "fold 1/2: training without" in err and "fold 2/2: ranked" in err
+    assert "logistic confidence fitted on 24 problems (out-of-fold rankings of 2 fold models)" in out
+    saved = torch.load(tmp_path / "model" / "model.pt", weights_only=True)
+    folds = saved["training"]["hit_model_folds"]
+    assert sorted(name for fold in folds for name in fold["families"]) == ["gpt", "llama", "t5"]
+    assert saved["hit_model"]["version"] == 3
+    assert sorted(path.name for path in (tmp_path / "model").iterdir()) == ["manifest.json", "model.pt"]
+    # a fold per family at most; and folds fit the logistic confidence only
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "other"), *split, "--confidence", "logistic",
+                       "--hit-model-folds", "4", *QUICK_TRAIN)  # fmt: skip
+    assert code == 1 and "--hit-model-folds 4: the training families are only 3; give at most that many folds" in err
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "other"), "--hit-model-folds", "2", *QUICK_TRAIN)
+    assert code == 2 and err.strip() == "diode train: error: --hit-model-folds: fits the logistic confidence; add --confidence logistic"
+    assert not (tmp_path / "other").exists()  # refused before any training
+
+
 def test_train_writes_the_candidate_kinds_its_model_learnt_into_the_manifest(capsys, tmp_path):
     """A kind timed in the training problems is one the model learnt (decompose-k here); one
     timed only in validation problems, or in a training problem too small to learn from

@@ -18,7 +18,7 @@ from diode_backend.offline.collect.zoo.trace import (
 )  # fmt: skip
 from diode_backend.problem import GemmProblem
 from diode_backend.tf32 import triton_tf32_active
-from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 
 ZOO = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "zoo"
 

@@ -13,7 +13,7 @@ import torch
 from diode_backend import catalog, registry
 from diode_backend.model.calibration import auroc, pick_statistics, separation
 from diode_backend.model.checkpoint import ModelLoadError
-from diode_backend.model.hit_model import L2_STRENGTHS, SIGNALS, fit_hit_model, hit_probability, pick_signals
+from diode_backend.model.hit_model import L2_STRENGTHS, SIGNALS, SIGNALS_OF_VERSION, fit_hit_model, hit_probability, pick_signals
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.problem import GemmProblem, KernelConfig
 
@@ -109,6 +109,40 @@ def test_signals_say_how_the_problem_fits_tiles():
     assert (signal(odd, "bias"), signal(odd, "bf16")) == (0.0, 0.0)
 
 
+def test_signals_say_how_crowded_the_top_is_and_what_kind_of_gemm_it_is():
+    problem = GemmProblem("bmm", 197, 197, 64, batch=96, dtype="float16")
+    wide, narrow = CONFIGS[2], CONFIGS[3]
+    configs = [ATEN, DEEP_K, wide, narrow]
+    # by the mean ATen is fastest, the deep-K tile half a tolerance behind it, the others far
+    # behind; the members see ATen at 0, 0, 0 and 2 tolerances
+    members = members_ranking(
+        [0.0, 0.0, 8 * TOLERANCE, 9 * TOLERANCE],
+        [0.0, 0.0, 8 * TOLERANCE, 9 * TOLERANCE],
+        [0.0, 0.0, 8 * TOLERANCE, 9 * TOLERANCE],
+        [2 * TOLERANCE, 4 * TOLERANCE, 8 * TOLERANCE, 9 * TOLERANCE],
+    )
+    values = pick_signals(problem, configs, members, 0.0)
+    assert signal(values, "pick_aten") == 1.0
+    assert signal(values, "log_crowding") == pytest.approx(math.log(2))  # ATen and the deep-K tile
+    # the members' standard deviation of ATen's predicted time: sqrt(3) / 2 tolerances
+    assert signal(values, "log_pick_member_std") == pytest.approx(math.log1p(math.sqrt(3) / 2))
+    assert signal(values, "log2_candidates") == 2.0
+    classes = [name for name in SIGNALS if name.startswith("class_")]
+    assert classes == ["class_attention_bmm", "class_decode", "class_narrow", "class_prefill_linear"]
+    assert [signal(values, name) for name in classes] == [1.0, 0.0, 0.0, 0.0]
+    alone = pick_signals(problem, configs, members_ranking([0.0, 8 * TOLERANCE, 9 * TOLERANCE, 9 * TOLERANCE]), 0.0)
+    assert (signal(alone, "log_crowding"), signal(alone, "log_pick_member_std")) == (0.0, 0.0)
+    for gemm, kind in (
+        (GemmProblem("mm", 1, 4096, 4096, dtype="bfloat16", b_layout="col"), "class_decode"),
+        (GemmProblem("addmm", 4096, 320, 320, dtype="float16", b_layout="col", bias="row"), "class_narrow"),
+        (GemmProblem("mm", 4096, 4096, 4096, dtype="bfloat16"), "class_prefill_linear"),
+        (GemmProblem("mm", 4096, 4096, 4096, dtype="float32"), None),  # fp32: a flag of version 1
+        (GemmProblem("baddbmm", 197, 197, 64, batch=96, bias="full"), None),
+    ):
+        flags = pick_signals(gemm, configs, members, 0.0)
+        assert [name for name in classes if signal(flags, name)] == ([kind] if kind else [])
+
+
 def _synthetic(count, seed, effect):
     """Held-out rows with random signals whose hits depend on the raw score and, by ``effect``
     in log-odds, on whether the pick is an unaligned ATen pick; 8 families."""
@@ -161,6 +195,7 @@ def test_a_checkpoint_with_a_hit_model_round_trips_and_gives_its_probability(tmp
     h100 = catalog.resolve_hardware("h100")
     rows, hits, families = _synthetic(200, seed=4, effect=-2.0)
     block = fit_hit_model(rows, hits, families)
+    assert (block["version"], block["signals"], len(block["weights"])) == (3, list(SIGNALS), 31)
     calibration = {"edges": [0.0, 1.0], "values": [0.1, 0.9]}
     path = write_checkpoint(tmp_path / "model.pt", calibration=calibration, hit_model=block)
     assert torch.load(path, weights_only=True)["hit_model"] == block  # plain data
@@ -176,26 +211,42 @@ def test_a_checkpoint_with_a_hit_model_round_trips_and_gives_its_probability(tmp
     assert without.predict(problem, CONFIGS, h100).confidence == pytest.approx(0.1 + 0.8 * agreement * separation(gap), abs=1e-5)
 
 
-def test_a_version_1_hit_model_still_gives_its_probability_from_the_first_twelve_signals(tmp_path):
-    """Checkpoints of `diode train --confidence logistic` before the signals of version 2."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_earlier_hit_model_still_gives_its_probability_from_its_own_signals(tmp_path, version):
+    """Checkpoints of `diode train --confidence logistic` before the signals of the next version."""
     h100 = catalog.resolve_hardware("h100")
+    count = len(SIGNALS_OF_VERSION[version])
+    assert SIGNALS[:count] == SIGNALS_OF_VERSION[version]  # each version's signals open the next one's
     rows, hits, families = _synthetic(200, seed=6, effect=-2.0)
-    fitted = fit_hit_model([row[:12] for row in rows], hits, families)
-    block = {**fitted, "version": 1, "signals": list(SIGNALS[:12])}
+    fitted = fit_hit_model([row[:count] for row in rows], hits, families)
+    block = {**fitted, "version": version, "signals": list(SIGNALS[:count])}
     scorer = LearnedScorer.load(write_checkpoint(tmp_path / "model.pt", hit_model=block))
     problem = GemmProblem("mm", 1024, 4096, 2048, dtype="bfloat16", b_layout="col")
     configs = [KernelConfig(c.kind, c.template.replace("bmm", "mm"), *_tile(c)) for c in CONFIGS]
     features = registry.feature_extractors()["gemm"].extract(problem, configs, h100)
-    first_twelve = pick_signals(problem, configs, scorer.model(features), 0.0)[:12]
-    expected = 1 / (1 + math.exp(-(block["bias"] + sum(w * x for w, x in zip(block["weights"], first_twelve)))))
+    own = pick_signals(problem, configs, scorer.model(features), 0.0)[:count]
+    expected = 1 / (1 + math.exp(-(block["bias"] + sum(w * x for w, x in zip(block["weights"], own)))))
     assert scorer.predict(problem, configs, h100).confidence == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_version_2_hit_model_gives_the_confidence_it_gave_before_version_3(tmp_path):
+    """Pinned: the confidences this block gave with the code of version 2 (commit e57c030)."""
+    weights = [round(0.02 * ((i * 7) % 11) - 0.1, 2) for i in range(24)]
+    block = {"version": 2, "signals": list(SIGNALS[:24]), "weights": weights, "bias": 3.5, "l2": 1.0}
+    scorer = LearnedScorer.load(write_checkpoint(tmp_path / "model.pt", hit_model=block))
+    h100 = catalog.resolve_hardware("h100")
+    for problem, confidence in (
+        (GemmProblem("bmm", 197, 197, 64, batch=96, dtype="float16"), 0.5169890788368005),
+        (GemmProblem("bmm", 1024, 1024, 128, batch=8, dtype="bfloat16"), 0.3540363949033639),
+    ):
+        assert scorer.predict(problem, CONFIGS, h100).confidence == pytest.approx(confidence, rel=1e-9)
 
 
 @pytest.mark.parametrize(
     "damage",
     [
-        {"version": 3},
-        {"version": 1},  # version 1 with version 2's signals
+        {"version": 4},
+        {"version": 2},  # version 2 with version 3's signals
         {"signals": list(SIGNALS[:-1])},
         {"weights": [0.0] * (len(SIGNALS) - 1)},
         {"bias": math.nan},

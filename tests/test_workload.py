@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diode_backend.problem import GemmProblem
-from diode_backend.offline.workload import WORKLOAD_CLASSES, workload_class
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 
 
 def test_each_kind_of_gemm_lands_in_its_class():

@@ -9,7 +9,7 @@ dicts, so that it loads with ``torch.load(weights_only=True)``)::
      "feature_schema": "gemm", "feature_version": 1,
      "calibration": {"edges": [...], "values": [...]},   # optional
      "novelty": {"version": 1, "support": tensor, "scale": float},   # optional, model/novelty.py
-     "hit_model": {"version": 2, "signals": [...], "weights": [...], "bias": float, "l2": float}}
+     "hit_model": {"version": 3, "signals": [...], "weights": [...], "bias": float, "l2": float}}
                                                                     # optional, model/hit_model.py
 
 Other keys (training records) are allowed and ignored.
@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from ..files import RefusedFile, read_regular_file
-from .hit_model import valid_hit_model
+from .hit_model import SIGNALS_OF_VERSION, valid_hit_model
 from .network import TimingModel
 from .novelty import valid_novelty
 
@@ -189,7 +189,7 @@ def _validate(path: Path, sha256: str, raw: Any) -> Checkpoint:
     hit_model = raw.get("hit_model")
     if hit_model is not None and not valid_hit_model(hit_model):
         raise ModelLoadError(
-            f"{path}: 'hit_model' must be {{'version': 1 or 2, 'signals': [...], 'weights': [float, ...], 'bias': float}} "
+            f"{path}: 'hit_model' must be {{'version': one of {', '.join(map(str, SIGNALS_OF_VERSION))}, 'signals': [...], 'weights': [float, ...], 'bias': float}} "
             "with the signals of its version; retrain the model with this version"
         )
     try:

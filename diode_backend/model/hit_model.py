@@ -8,16 +8,17 @@ less often than others at equal agreement) and by kind of pick (an ATen pick who
 the ensemble's predictions of its candidates, the raw score, the predicted gap to the runner-up,
 the distance to the training problems, flags of the pick, op and precision, how the members
 agree on the pick itself and how it stands against ATen and the other Triton candidates, and
-the alignment, epilogue and sizes of the problem (:data:`SIGNALS`); the probability is
-``sigmoid(bias + weights . signals)``. Stored in the checkpoint under ``"hit_model"``::
+the alignment, epilogue and sizes of the problem, how crowded the predicted top is and the
+problem's workload class (:data:`SIGNALS`); the probability is ``sigmoid(bias + weights .
+signals)``. Stored in the checkpoint under ``"hit_model"``::
 
-    {"version": 2, "signals": [...SIGNALS], "weights": [float, ...], "bias": float, "l2": float}
+    {"version": 3, "signals": [...SIGNALS], "weights": [float, ...], "bias": float, "l2": float}
 
 ``weights`` apply to the signals as :func:`pick_signals` computes them (the standardisation used
 in fitting is folded in). :func:`fit_hit_model` fits it on the held-out families' problems with an
 L2 penalty whose strength is chosen by leave-one-family-out log loss among :data:`L2_STRENGTHS`.
-A version-1 block (the first twelve signals, which version 2 keeps in the same order and
-definitions) still reads: its weights apply to those twelve.
+A block of an earlier version still reads: each version keeps the signals of the one before
+in the same order and definitions (:data:`SIGNALS_OF_VERSION`), and its weights apply to those.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ import torch
 
 from ..features import aten_rows_unaligned
 from ..problem import KIND_ATEN, GemmProblem, KernelConfig
+from ..workload import workload_class
 from .calibration import HIT_TOLERANCE, pick_statistics, separation
 
-VERSION = 2
+VERSION = 3
+#: The workload classes flagged by a signal of their own since version 3; baddbmm, fp32 and tf32
+#: were flags already.
+CLASS_FLAGS = ("attention_bmm", "decode", "narrow", "prefill_linear")
 SIGNALS = (
     "raw",  # agreement x separation, before familiarity
     "log_gap",  # log1p of the predicted gap to the runner-up in hit tolerances, capped
@@ -60,9 +65,15 @@ SIGNALS = (
     "bf16",
     "log2_n",
     "log2_k",
+    # version 3 (benchmarks/results/h100_confidence_crossfold.md, score S3): how crowded the top is ...
+    "log_crowding",  # log of the candidates the ensemble mean puts within a hit tolerance of its fastest, the pick included
+    "log_pick_member_std",  # log1p of the members' standard deviation of the pick's predicted time, in hit tolerances
+    "log2_candidates",
+    # ... and the problem's workload class (diode_backend/workload.py)
+    *(f"class_{name}" for name in CLASS_FLAGS),
 )
 #: The signals of each version a checkpoint may hold: every version's are a prefix of :data:`SIGNALS`.
-SIGNALS_OF_VERSION = {1: SIGNALS[:12], 2: SIGNALS}
+SIGNALS_OF_VERSION = {1: SIGNALS[:12], 2: SIGNALS[:24], 3: SIGNALS}
 #: A predicted gap beyond this many hit tolerances says nothing more.
 _GAP_CAP = 20.0
 #: Penalties tried, on the sum of squared weights of standardised signals (the bias is free).
@@ -102,6 +113,9 @@ def pick_signals(
     average = sum(behind) / len(behind)
     spread = math.sqrt(sum((b - average) ** 2 for b in behind) / len(behind))
     own_picks = members.argmin(1).tolist()
+    crowding = int((mean <= mean.min() + math.log1p(HIT_TOLERANCE)).sum())
+    member_std = float(members[:, pick_index].std(correction=0))
+    kind = workload_class(problem)
     return [
         agreement * separation(gap),
         _log_gap(gap),
@@ -127,6 +141,10 @@ def pick_signals(
         float(problem.dtype == "bfloat16"),
         math.log2(max(problem.n, 1)),
         math.log2(max(problem.k, 1)),
+        math.log(crowding),
+        math.log1p(member_std / math.log1p(HIT_TOLERANCE)),
+        math.log2(len(configs)),
+        *(float(kind == name) for name in CLASS_FLAGS),
     ]
 
 

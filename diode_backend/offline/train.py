@@ -20,7 +20,8 @@ What the loop optimises, and why:
   times a factor for the problem's distance to the training problems whose scale is chosen on
   the same held-out problems (:mod:`diode_backend.model.novelty`). ``confidence="logistic"``
   also fits a hit model of the problem's and the pick's signals on them
-  (:mod:`diode_backend.model.hit_model`), which the scorer then uses instead;
+  (:mod:`diode_backend.model.hit_model`), which the scorer then uses instead, or stores one
+  fitted on out-of-fold rankings (:mod:`diode_backend.offline.out_of_fold`);
   :func:`refit_hit_model` fits one of this version on a trained checkpoint, its network unchanged.
 - **Reproducible and resumable.** One seed drives initialisation and sampling; after every epoch
   the whole training state (weights, optimiser, sampler, early-stopping record) is written next to
@@ -87,6 +88,8 @@ class TrainResult:
     seconds: float
     #: training problems left out for having fewer than two timed candidates (:func:`usable`)
     unusable_problems: int = 0
+    #: problems the hit model was fitted on (0: none, or one fitted elsewhere was given)
+    hit_model_problems: int = 0
 
 
 class _Rows:
@@ -216,6 +219,59 @@ def check_named_split(
         raise ValueError("--stopping-families, --calibration-families: that leaves no family to train on")
 
 
+@dataclass(frozen=True)
+class TrainingSplit:
+    """What :func:`train` learns from: the :func:`usable` records of the families not held out
+    (``unusable`` others left out), each one's family, and the indices of its three parts."""
+
+    records: list[ProblemTimings]
+    families: list[str]
+    train_ids: list[int]
+    stop_ids: list[int]
+    calibration_ids: list[int]
+    named: bool
+    unusable: int
+
+    def recorded(self) -> dict[str, Any]:
+        """The split as the checkpoint and the training state record it."""
+        return {
+            "stopping_families": sorted({self.families[i] for i in self.stop_ids}),
+            "calibration_families": sorted({self.families[i] for i in self.calibration_ids}),
+            # recorded only when given, so that a drawn split's checkpoint keeps its earlier bytes
+            **({"split": "given"} if self.named else {}),
+        }
+
+
+def split_training(
+    records: Sequence[ProblemTimings],
+    options: TrainOptions,
+    holdout_families: Sequence[str] = (),
+    stopping_families: Sequence[str] = (),
+    calibration_families: Sequence[str] = (),
+) -> TrainingSplit:
+    """``records`` less ``holdout_families``, split as :func:`train` splits them: by the named
+    families when given (:func:`check_named_split`), else drawn (:func:`split_families`)."""
+    given = without_families(records, holdout_families)
+    kept = usable(given)
+    unusable = len(given) - len(kept)
+    families = [family_of(record) for record in kept]
+    named = bool(stopping_families or calibration_families)
+    check_named_split(families, holdout_families, stopping_families, calibration_families)
+    try:
+        if named:
+            ids = split_named(families, stopping_families, calibration_families)
+        else:
+            ids = split_families(families, options.holdout_fraction, options.seed)
+    except ValueError as err:
+        if not unusable:
+            raise
+        raise ValueError(
+            f"{err}: {unusable} of the {len(given)} training problems have fewer than two timed "
+            "candidates, and a ranking is learnt from two or more"
+        ) from None
+    return TrainingSplit(kept, families, *ids, named, unusable)
+
+
 def train(
     records: Sequence[ProblemTimings],
     hardware: HardwareInfo,
@@ -230,6 +286,7 @@ def train(
     stopping_families: Sequence[str] = (),
     calibration_families: Sequence[str] = (),
     confidence: str = "calibrated",
+    hit_model: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Train on ``records`` (all of them training problems; the held-out part is split off
     here), less the problems of ``holdout_families``, write the checkpoint to ``output`` and
@@ -239,7 +296,8 @@ def train(
     ``calibration_families`` when both are named (:func:`check_named_split`), else drawn by
     :func:`split_families`; a retrain on grown data that names the families a checkpoint recorded
     keeps its split. ``confidence`` is one of :data:`CONFIDENCES`: ``"logistic"`` adds a hit
-    model to the checkpoint, fitted on the same problems as the calibration.
+    model to the checkpoint, fitted on the same problems as the calibration, or ``hit_model``
+    where one is given (a block fitted elsewhere: :mod:`~diode_backend.offline.out_of_fold`).
 
     The training state goes to ``<output>.state`` after every epoch (removed once the checkpoint
     is written); with ``resume`` an existing state is continued (it must come from the same data
@@ -250,35 +308,17 @@ def train(
     started = time.monotonic()
     if confidence not in CONFIDENCES:
         raise ValueError(f"confidence {confidence!r}: expected one of {', '.join(CONFIDENCES)}")
+    if hit_model is not None and confidence != "logistic":
+        raise ValueError(f"a hit model is the logistic confidence; confidence {confidence!r} has none")
     output = Path(output)
-    given = without_families(records, holdout_families)
-    records = usable(given)
-    unusable = len(given) - len(records)
-    families = [family_of(record) for record in records]
-    named = bool(stopping_families or calibration_families)
-    check_named_split(families, holdout_families, stopping_families, calibration_families)
-    try:
-        if named:
-            train_ids, stop_ids, calibration_ids = split_named(families, stopping_families, calibration_families)
-        else:
-            train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
-    except ValueError as err:
-        if not unusable:
-            raise
-        raise ValueError(
-            f"{err}: {unusable} of the {len(given)} training problems have fewer than two timed "
-            "candidates, and a ranking is learnt from two or more"
-        ) from None
+    parts = split_training(records, options, holdout_families, stopping_families, calibration_families)
+    records = parts.records
+    train_ids, stop_ids, calibration_ids = parts.train_ids, parts.stop_ids, parts.calibration_ids
     train_rows, stop_rows, calibration_rows = (
         _Rows.build([records[i] for i in ids], extractor, hardware) for ids in (train_ids, stop_ids, calibration_ids)
     )
     digest = data_digest(records, hardware)
-    split = {
-        "stopping_families": sorted({families[i] for i in stop_ids}),
-        "calibration_families": sorted({families[i] for i in calibration_ids}),
-        # recorded only when given, so that a drawn split's checkpoint keeps its earlier bytes
-        **({"split": "given"} if named else {}),
-    }
+    split = parts.recorded()
 
     torch.manual_seed(options.seed)
     arch = {
@@ -339,8 +379,8 @@ def train(
     distances = [nearest_distance(support, records[i].problem) for i in held_ids]
     scale = fit_scale(raw, distances, hits)
     calibration = fit_calibration([r * familiarity(d, scale) for r, d in zip(raw, distances)], hits)
-    hit_model = None
-    if confidence == "logistic":
+    fits_hit_model = confidence == "logistic" and hit_model is None
+    if fits_hit_model:
         hit_model = _fit_hit_model([records[i] for i in held_ids], picks, distances)
     calibration_problems = len(stop_ids) + len(calibration_ids)
     checkpoint = checkpoint_data(
@@ -377,7 +417,8 @@ def train(
         stopping_problems=len(stop_ids),
         calibration_problems=calibration_problems,
         seconds=time.monotonic() - started,
-        unusable_problems=unusable,
+        unusable_problems=parts.unusable,
+        hit_model_problems=calibration_problems if fits_hit_model else 0,
     )
 
 
@@ -591,14 +632,35 @@ def holdout_picks(model: TimingModel, rows: _Rows) -> list[HeldOutPick]:
     return picks
 
 
+def held_out_signals(
+    model: TimingModel,
+    support: torch.Tensor,
+    records: Sequence[ProblemTimings],
+    extractor: FeatureExtractor,
+    hardware: HardwareInfo,
+) -> tuple[list[list[float]], list[bool]]:
+    """Each of ``records`` (:func:`usable` ones) ranked by ``model`` as :func:`train` ranks its
+    held-out problems: the hit model's signals of the pick, with the distance to ``support`` (the
+    points of the problems ``model`` trained on, :func:`~diode_backend.model.novelty.support_of`),
+    and whether the pick was a hit."""
+    picks = holdout_picks(model, _Rows.build(records, extractor, hardware))
+    distances = [nearest_distance(support, record.problem) for record in records]
+    return _signal_rows(records, picks, distances), [pick.hit for pick in picks]
+
+
 def _fit_hit_model(problems: Sequence[ProblemTimings], picks: Sequence[HeldOutPick], distances: Sequence[float]) -> dict[str, Any]:
     """The checkpoint's ``"hit_model"`` block, fitted on held-out ``problems``, their
     :func:`holdout_picks` and their distances to the training problems."""
-    signals = [
+    signals = _signal_rows(problems, picks, distances)
+    return fit_hit_model(signals, [pick.hit for pick in picks], [family_of(record) for record in problems])
+
+
+def _signal_rows(problems: Sequence[ProblemTimings], picks: Sequence[HeldOutPick], distances: Sequence[float]) -> list[list[float]]:
+    """:func:`~diode_backend.model.hit_model.pick_signals` of each held-out problem's pick."""
+    return [
         pick_signals(record.problem, pick.candidates, pick.member_log_times, distance)
         for record, pick, distance in zip(problems, picks, distances)
     ]
-    return fit_hit_model(signals, [pick.hit for pick in picks], [family_of(record) for record in problems])
 
 
 def _base_feature(extractor: FeatureExtractor) -> int:

@@ -18,7 +18,7 @@ area under the ROC curve of "the confidence predicts a hit" (a hit: the top-1 pi
 problem's candidates is charged ATen's time, which is what Inductor would run.
 
 Every figure is given over all problems and again per workload class
-(:mod:`diode_backend.offline.workload`) and per model family (:mod:`diode_backend.offline.families`): a model
+(:mod:`diode_backend.workload`) and per model family (:mod:`diode_backend.offline.families`): a model
 can be right on average and wrong on a whole kind of GEMM.
 
 One module because every figure of the report comes from one pass over the problems and one
@@ -41,7 +41,7 @@ from .families import family_of
 from ..options import DiodeOptions
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction
-from .workload import WORKLOAD_CLASSES, workload_class
+from ..workload import WORKLOAD_CLASSES, workload_class
 from ..model.calibration import HIT_TOLERANCE, auroc
 
 REPORT_FORMAT = "diode-validation-report"

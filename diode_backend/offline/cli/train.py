@@ -76,6 +76,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "calibrated in one dimension; 'logistic', a logistic model of the raw score and of the "
         f"problem's and the pick's kind (docs/models.md; default {CONFIDENCES[0]})",
     )
+    parser.add_argument(
+        "--hit-model-folds",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --confidence logistic: fit it on out-of-fold rankings instead, from K more "
+        "models of this recipe, each trained without one of K folds of whole training families "
+        "and ranking that fold (K+1 trainings; --resume reuses the finished ones; default 0: "
+        "fit on the early-stopping and calibration families)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -98,9 +108,12 @@ def run(args: argparse.Namespace) -> int:
     from ... import registry
     from ..dataset import load_dataset
     from ..families import check_families, family_of, parse_families, without_families
+    from ..out_of_fold import train_out_of_fold
     from ..train import TrainOptions, check_named_split, inference_hardware, train, write_model_manifest
     from . import CommandError, UsageError
 
+    if args.hit_model_folds and args.confidence != "logistic":
+        raise UsageError("--hit-model-folds: fits the logistic confidence; add --confidence logistic")
     if args.threads:
         torch.set_num_threads(args.threads)
     dataset = load_dataset(args.data)
@@ -124,11 +137,19 @@ def run(args: argparse.Namespace) -> int:
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})
-    result = train(
-        problems, hardware, extractor, args.output / "model.pt", options, resume=args.resume,
-        holdout_families=held_out, stopping_families=stopping, calibration_families=calibration,
-        confidence=args.confidence, progress=sys.stderr,  # the stream of now, not of import time
-    )  # fmt: skip
+    split_by = {"holdout_families": held_out, "stopping_families": stopping, "calibration_families": calibration}
+    output = args.output / "model.pt"
+    progress = sys.stderr  # the stream of now, not of import time
+    if args.hit_model_folds:
+        result = train_out_of_fold(
+            problems, hardware, extractor, output, options, folds=args.hit_model_folds, resume=args.resume,
+            progress=progress, **split_by,
+        )  # fmt: skip
+    else:
+        result = train(
+            problems, hardware, extractor, output, options, resume=args.resume, confidence=args.confidence,
+            progress=progress, **split_by,
+        )  # fmt: skip
     manifest = write_model_manifest(
         args.output,
         name=args.name or args.output.resolve().name,
@@ -149,6 +170,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"held out families: {', '.join(held_out)}")
     if result.unusable_problems:
         print(f"left out {result.unusable_problems} training problems with fewer than two timed candidates")
+    if result.hit_model_problems:
+        where = f"out-of-fold rankings of {args.hit_model_folds} fold models" if args.hit_model_folds else "held-out families"
+        print(f"logistic confidence fitted on {result.hit_model_problems} problems ({where})")
     print(f"wrote {result.checkpoint} and {manifest}")
     families = " --split all --families held-out" if held_out else ""
     print(f"next: diode validate {args.output} {' '.join(map(str, args.data))}{families}")

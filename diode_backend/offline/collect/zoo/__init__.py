@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ....problem import GemmProblem
-from ...workload import WORKLOAD_CLASSES, workload_class
+from ....workload import WORKLOAD_CLASSES, workload_class
 from .families import ARCHITECTURES
 
 #: The most floating-point operations (2 x batch x M x N x K) a zoo problem may take.

@@ -1,4 +1,5 @@
-"""Workload classes: the kinds of GEMM that real models run, by which figures are reported.
+"""Workload classes: the kinds of GEMM that real models run, by which figures are reported and
+which the hit model's signals flag at ranking time (:mod:`diode_backend.model.hit_model`).
 
 A problem belongs to exactly one class; the first rule that matches wins, so a float32 bmm is an
 attention bmm and a float32 decode step is float32. The classes are the ones where a ranking
@@ -8,7 +9,7 @@ lengths, decode steps, narrow projections, float32 with and without TF32, and ba
 
 from __future__ import annotations
 
-from ..problem import GemmProblem
+from .problem import GemmProblem
 
 #: Every class, in the order of the rules of :func:`workload_class`.
 WORKLOAD_CLASSES = ("baddbmm", "attention_bmm", "fp32", "tf32", "decode", "narrow", "prefill_linear")
