@@ -1,0 +1,94 @@
+"""``benchmarks/e2e_replay.py`` on a hand-made run: a row the new confidence trusts takes the
+single pick's measured figures, one it does not takes the run's defaults where they measured,
+and one the old confidence trusted but the new would measure is not replayed; each row's
+references stay those of the run."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture
+def replay(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    modules = {}
+    for name in ("e2e_report", "e2e_replay"):
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        modules[name] = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, modules[name])
+        spec.loader.exec_module(modules[name])
+    return modules["e2e_replay"]
+
+
+def pick(runtime_us: float, compile_s: float, confidence: float) -> dict:
+    return {"runtime_us": runtime_us, "compile_s": compile_s, "diode": {"decision": {"pick": "aten::mm", "confidence": confidence}}}
+
+
+def defaults(runtime_us: float, compile_s: float, trusted: bool) -> dict:
+    stats = {"single_pick": int(trusted), "benchmarked_top_k": int(not trusted)}
+    return {"runtime_us": runtime_us, "compile_s": compile_s, "diode": stats}
+
+
+def row(name: str, old_confidence: float, pick_us: float, defaults_us: float, old_trusted: bool) -> dict:
+    modes = {
+        "diode_pick": pick(pick_us, 0.5, old_confidence),
+        "diode_fast": defaults(defaults_us, 0.5 if old_trusted else 2.0, old_trusted),
+        "max_autotune_default": {"runtime_us": 12.0, "compile_s": 20.0},
+    }
+    return {"describe": name, "family": "f", "workload_class": "decode", "best_measured_us": 10.0, "modes": modes}
+
+
+@pytest.fixture
+def result() -> dict:
+    rows = [
+        row("trusted by both", 0.99, 11.0, 11.0, True),
+        row("trusted by the new only", 0.90, 13.0, 10.0, False),  # its defaults measured the 10
+        row("trusted by the old only", 0.97, 10.0, 10.0, True),
+        row("trusted by neither", 0.50, 14.0, 10.5, False),
+    ]
+    return {"modes": {"diode_pick": {}, "diode_fast": {}, "max_autotune_default": {}}, "rows": rows}
+
+
+NEW = [0.98, 0.96, 0.90, 0.40]
+
+
+def test_each_row_takes_the_measured_figures_its_new_decision_would_have_run(replay, result):
+    replayed, skipped = replay.replayed_result(result, NEW, 0.95)
+    assert [r["problem"] for r in skipped] == ["trusted by the old only"]
+    assert skipped[0]["new_confidence"] == 0.90 and skipped[0]["old_confidence"] == 0.97
+    by_name = {r["describe"]: r["modes"] for r in replayed["rows"]}
+    assert by_name["trusted by the new only"]["diode_fast"]["runtime_us"] == 13.0
+    assert by_name["trusted by the new only"]["diode_fast"]["replayed_from"] == "diode_pick"
+    assert by_name["trusted by neither"]["diode_fast"]["compile_s"] == 2.0
+    assert by_name["trusted by neither"]["diode_fast"]["replayed_from"] == "diode_fast"
+    # the single pick carries the new confidence; the run's defaults stay in the row
+    assert by_name["trusted by the new only"]["diode_pick"]["diode"]["decision"]["confidence"] == 0.96
+    assert by_name["trusted by the new only"]["diode_fast_old"]["runtime_us"] == 10.0
+    assert result["rows"][1]["modes"]["diode_fast"]["runtime_us"] == 10.0  # the run is not changed
+
+
+def test_a_replayed_row_keeps_the_run_s_fastest_mode_as_its_reference(replay, result):
+    import e2e_report
+
+    replayed, _ = replay.replayed_result(result, NEW, 0.95)
+    out = e2e_report.report(replayed)
+    # "trusted by the new only": 13 over the run's 10, which its old defaults measured
+    assert out["modes"]["diode_fast"]["run"]["worst"] == pytest.approx(13.0 / 10.0)
+    assert out["modes"]["diode_fast_old"]["run"]["worst"] == pytest.approx(1.0)
+    assert out["modes"]["diode_fast"]["compile_s_total"] == pytest.approx(0.5 + 0.5 + 2.0)
+    assert out["trusted"]["count"] == 2
+
+
+def test_the_run_s_tf32_rule_is_one_rule(replay):
+    parts = [{"environment": {"triton_tf32_rule": "always"}}] * 2
+    assert replay.run_tf32_rule({"parts": parts}) == "always"
+    with pytest.raises(ValueError, match="disagree"):
+        replay.run_tf32_rule({"parts": parts + [{"environment": {"triton_tf32_rule": "size"}}]})
