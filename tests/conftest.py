@@ -4,10 +4,12 @@ and skipped without CUDA."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -25,6 +27,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture
+def benchmark_scripts(tmp_path, monkeypatch):
+    """Loads scripts of ``benchmarks/`` by name as modules, in order (a script may import one
+    loaded before it); their import-time cache folders are the test's."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+
+    def load(*names: str) -> list:
+        modules = []
+        for name in names:
+            spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            monkeypatch.setitem(sys.modules, name, module)
+            spec.loader.exec_module(module)
+            modules.append(module)
+        return modules
+
+    return load
 
 
 @pytest.fixture(autouse=True)

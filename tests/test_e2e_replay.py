@@ -5,27 +5,12 @@ references stay those of the run."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture
-def replay(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    modules = {}
-    for name in ("e2e_report", "e2e_replay"):
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        modules[name] = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, name, modules[name])
-        spec.loader.exec_module(modules[name])
-    return modules["e2e_replay"]
+def replay(benchmark_scripts):
+    return benchmark_scripts("e2e_report", "e2e_replay")[1]
 
 
 def pick(runtime_us: float, compile_s: float, confidence: float) -> dict:

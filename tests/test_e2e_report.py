@@ -4,26 +4,14 @@ follow the default threshold."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 @pytest.fixture
-def reporter(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("e2e_report", BENCHMARKS / "e2e_report.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "e2e_report", module)
-    spec.loader.exec_module(module)
-    return module
+def reporter(benchmark_scripts):
+    return benchmark_scripts("e2e_report")[0]
 
 
 def mode(runtime_us: float, compile_s: float = 1.0, confidence: float | None = None, **extra) -> dict:

@@ -3,29 +3,16 @@ in parallel, one per GPU, cover a run's problems once and join into one run's re
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 @pytest.fixture
-def scripts(tmp_path, monkeypatch):
-    """The two scripts as modules; their import-time cache folders are the test's."""
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "diode"))
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    modules = {}
-    for name in ("e2e_validation", "e2e_merge"):
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        modules[name] = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, name, modules[name])
-        spec.loader.exec_module(modules[name])
-    return modules["e2e_validation"], modules["e2e_merge"]
+def scripts(benchmark_scripts):
+    """The two scripts as modules."""
+    return tuple(benchmark_scripts("e2e_validation", "e2e_merge"))
 
 
 @pytest.fixture
