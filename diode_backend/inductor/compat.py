@@ -219,22 +219,35 @@ def current_lowering() -> tuple[Any, Any] | None:
 
 
 @contextlib.contextmanager
-def configs_narrowed(template: str, device_type: str, op: str, keep: Callable[[Any], bool]) -> Iterator[None]:
+def configs_narrowed(
+    template: str, device_type: str, op: str, keep: Callable[[Any], bool], keep_final: Callable[[Any], bool] | None = None
+) -> Iterator[None]:
     """While inside, the heuristic of ``template`` for ``op`` on ``device_type`` generates only the
     configs ``keep`` accepts, taken from its list after its own filtering and before they are
     scaled to the shape (``BaseConfigHeuristic.preprocess_mm_configs`` calls ``_filter_configs``
     first, then scales only block sizes, prunes and deduplicates config by config). A heuristic
-    that never calls ``_filter_configs`` generates as before.
+    that never calls ``_filter_configs`` generates as before. With ``keep_final``, of the
+    finished configs (each a ``triton.Config`` that ``_finalize_mm_configs`` yields after
+    scaling, pruning and deduplication, before the heuristic turns it into template kwargs) only
+    those ``keep_final`` accepts go on, in their order: the configs it drops never become
+    template kwargs, and which configs come out of deduplication does not change.
 
     torch 2.11 and 2.13 alike: ``get_template_heuristic`` returns one cached instance per
-    (template, device type, op), whose ``_filter_configs`` an instance attribute shadows.
+    (template, device type, op), whose ``_filter_configs`` and ``_finalize_mm_configs`` instance
+    attributes shadow; ``preprocess_mm_configs`` returns ``self._finalize_mm_configs(scaled)``,
+    a generator of ``triton.Config`` (``kwargs``, ``num_stages``, ``num_warps``).
     """
     from torch._inductor.template_heuristics.registry import get_template_heuristic
 
     heuristic = get_template_heuristic(template, device_type, op)
     own = heuristic._filter_configs
     heuristic._filter_configs = lambda configs: [c for c in own(configs) if keep(c)]
+    if keep_final is not None:
+        finalize = heuristic._finalize_mm_configs
+        heuristic._finalize_mm_configs = lambda configs: (c for c in finalize(configs) if keep_final(c))
     try:
         yield
     finally:
         del heuristic._filter_configs
+        if keep_final is not None:
+            del heuristic._finalize_mm_configs
