@@ -18,7 +18,7 @@ from ..options import DiodeOptionError
 from ..problem import KIND_TRITON
 from .context import GemmContext, contained, diode_requested, entry_identity, resolve_context
 from . import compat
-from .group_configs import MARK, DecidedMark, WinnerSearch, keep_group_configs
+from .group_configs import MARK, CandidateMark, DecidedMark, WinnerSearch, keep_group_configs
 
 _context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
 #: the lowering (graph, FX node, op) whose decided kernel (a stored decision's winner) a template
@@ -48,10 +48,12 @@ class DiodeChoicesMixin:
             with _search_space(context):
                 templates = decided_templates(templates, context)
                 with _winner_configs_only(context, templates, kernel_inputs, op_name, kwarg_overrides) as narrowed:
-                    choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+                    with compat.template_loads_scope():  # step 1 may leave a lone choice's module unloaded
+                        choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
                 if narrowed and not _holds_decided_kernel(choices):
                     # the winner is not among today's configs: the group is ranked on all of them
-                    choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+                    with compat.template_loads_scope():
+                        choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         finally:
             _context.reset(token)
         if lowering is not None and context is not None and context.decision is not None:
@@ -71,7 +73,11 @@ class DiodeChoicesMixin:
         )
         if context is None:
             return ktcs
-        return contained(lambda: keep_group_configs(ktcs, context, search), "ranking", fallback=ktcs)
+        kept = contained(lambda: keep_group_configs(ktcs, context, search), "ranking", fallback=ktcs)
+        if _alone(kept):
+            # never benchmarked: Inductor writes its module without loading it (compat)
+            compat.leave_template_modules_unloaded(_module_left_unloaded_failed)
+        return kept
 
 
 class DiodeChoices(DiodeChoicesMixin, InductorChoices):
@@ -144,6 +150,22 @@ def _winner_configs_only(
             fallback=False,
         )
         yield narrowed
+
+
+def _alone(kept: list[Any]) -> bool:
+    """Whether step 1 kept one choice of a group DIODE ranked or decided before: Inductor gets it
+    alone (or DIODE measures it with other groups' picks, loading its module then)."""
+    return len(kept) == 1 and isinstance(getattr(kept[0], "annotations", {}).get(MARK), (DecidedMark, CandidateMark))
+
+
+def _module_left_unloaded_failed(err: BaseException) -> None:
+    """A lone choice's module could not be left unloaded: counted and logged once (raised under
+    ``diode_strict``); Inductor loads it as usual."""
+
+    def fail() -> None:
+        raise err
+
+    contained(fail, "unloaded_module")
 
 
 def _lowering(op_name: str) -> tuple | None:
