@@ -22,7 +22,7 @@ from torch._inductor.utils import get_code
 import diode_backend
 from diode_backend import measured, predicted, registry
 from diode_backend.inductor import group_configs
-from diode_backend.problem import KIND_TRITON
+from diode_backend.problem import KIND_TRITON, KernelConfig
 from diode_backend.scorer import Prediction
 from test_compile_cpu import DIODE, refresh_choices_handler
 
@@ -165,3 +165,20 @@ def test_a_stored_winner_no_longer_offered_has_its_group_ranked_on_every_config(
     # ranked on the winner's whole template (the only one a decided GEMM asks for), not the narrowed list
     assert middle_tile.shown == [c for c in shown_cold if c.template == gone.template]
     assert diode_backend.stats()["errors"] == {} and warm == cold
+
+
+def test_a_finished_config_is_the_winners_only_with_its_tile_stages_warps_and_group():
+    from types import SimpleNamespace
+
+    winner = KernelConfig(KIND_TRITON, "triton::mm", 64, 32, 64, num_stages=4, num_warps=4, group_m=8)
+    search = group_configs.WinnerSearch(winner)
+
+    def finished(num_warps=4, **kwargs):  # as triton.Config: kwargs, num_stages, num_warps
+        return SimpleNamespace(kwargs={"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 64, "GROUP_M": 8, **kwargs}, num_stages=4, num_warps=num_warps)
+
+    assert search.is_winner(finished())
+    assert not search.is_winner(finished(num_warps=2)) and not search.is_winner(finished(BLOCK_K=32))
+    assert not search.is_winner(finished(GROUP_M=4))
+    no_group = finished()
+    del no_group.kwargs["GROUP_M"]  # the heuristic gives it its default later: not ruled out here
+    assert search.is_winner(no_group) and search.is_winner(object())  # an unknown kind is kept for the walk to check

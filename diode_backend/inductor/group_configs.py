@@ -98,10 +98,12 @@ class WinnerSearch:
         ``triton.Config``: scaled, pruned and deduplicated, not yet template kwargs) becomes the
         winner: its tile, stages and warps are the winner's, and its group where it names one
         (the heuristic gives a config without one its default)."""
-        w, kwargs = self.winner, getattr(config, "kwargs", {})
+        w, kwargs = self.winner, getattr(config, "kwargs", None)
+        if not isinstance(kwargs, dict):  # not a config this knows: kept, the walk checks it
+            return True
         return (
             (kwargs.get("BLOCK_M"), kwargs.get("BLOCK_N"), kwargs.get("BLOCK_K")) == (w.block_m, w.block_n, w.block_k)
-            and (config.num_stages, config.num_warps) == (w.num_stages, w.num_warps)
+            and (getattr(config, "num_stages", None), getattr(config, "num_warps", None)) == (w.num_stages, w.num_warps)
             and kwargs.get("GROUP_M", w.group_m) == w.group_m
         )
 
