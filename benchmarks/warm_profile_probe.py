@@ -16,9 +16,9 @@ compiles (cumulative and own time, the 60 largest). Per compile also: whether In
 workers were ready (before them, Inductor compiles Triton kernels in this process) and, for each
 template kernel written, Triton's metadata (options, cache-invalidating environment), TTIR and
 Inductor's source module, so a warm miss can be set beside the cold compile of the same tile;
-and the benchmark modules it executed (a Triton choice's module, kernel named for its
-template: a lone choice's is never run) and its time in DIODE's GEMM lowering
-(``get_template_configs``).
+and the modules executed while DIODE's GEMM lowering (``get_template_configs``) made its
+choices (a Triton choice's benchmark module: a lone choice's is no longer executed) and the
+time in that lowering.
 
 cProfile inflates Python-heavy steps several times, so the times to compare come from the
 rounds that follow (``--rounds``, default 3): each round is two fresh warm processes, unprofiled,
@@ -62,28 +62,33 @@ PROBLEMS = [
     GemmProblem("mm", 12, 2048, 1408, dtype="bfloat16", a_layout="row", b_layout="col"),
 ]
 out = os.environ["OUT"]
-#: a benchmark module's kernel is named for its template (``triton_mm``), a graph's for the graph
-BENCHMARK_KERNEL = re.compile(r"^def triton_(?!tem_)\w+\(", re.MULTILINE)
 executed: list[str] = []  # the modules PyCodeCache executed, by path
+benchmark_modules: list[str] = []  # of those, the ones executed while the GEMM lowering made its choices
 lowering_s = [0.0]  # time in DIODE's GEMM lowering (get_template_configs)
+in_lowering = [False]
 
 
 def _count_module_loads() -> None:
-    """Record every module PyCodeCache executes, and time DIODE's GEMM lowering."""
+    """Record every module PyCodeCache executes, those executed inside DIODE's GEMM lowering
+    apart (there only a Triton choice's benchmark module is: the graph's kernels and wrapper
+    load later), and time the lowering."""
     reload = codecache._reload_python_module
 
     def counting_reload(key, path, *args, **kwargs):
         executed.append(path)
+        if in_lowering[0]:
+            benchmark_modules.append(path)
         return reload(key, path, *args, **kwargs)
 
     codecache._reload_python_module = counting_reload
     lowering = diode_choices.DiodeChoicesMixin.get_template_configs
 
     def timed_lowering(self, *args, **kwargs):
-        started = time.perf_counter()
+        started, in_lowering[0] = time.perf_counter(), True
         try:
             return lowering(self, *args, **kwargs)
         finally:
+            in_lowering[0] = False
             lowering_s[0] += time.perf_counter() - started
 
     diode_choices.DiodeChoicesMixin.get_template_configs = timed_lowering
@@ -95,14 +100,6 @@ def _as_before() -> None:
     group_configs.WinnerSearch.is_winner = lambda self, config: True
     compat.leave_template_modules_unloaded = lambda on_failure: None
 
-
-def benchmark_modules(paths: list[str]) -> int:
-    """How many of ``paths`` are benchmark modules of Triton template choices."""
-    count = 0
-    for path in paths:
-        with open(path) as f:
-            count += bool(BENCHMARK_KERNEL.search(f.read()))
-    return count
 
 
 def triton_entries() -> set[str]:
@@ -135,6 +132,7 @@ def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | N
     diode_backend.reset_stats()
     before = triton_entries()
     executed.clear()
+    benchmark_modules.clear()
     lowering_s[0] = 0.0
     workers_ready = AsyncCompile.use_process_pool()
     fn, args = e.make_case(problem)
@@ -156,7 +154,7 @@ def compile_timed(problem: GemmProblem, mode: str, profile: cProfile.Profile | N
             "predicted_decision_hits": stats["counters"].get("predicted_decision_hits", 0),
             "decision": stats["recent_decisions"][-1] if stats["recent_decisions"] else None, "triton_compiled": written,
             "workers_ready": workers_ready, "template_kernels": template_kernels(written),
-            "benchmark_modules": benchmark_modules(executed), "modules_executed": len(executed), "lowering_s": lowering_s[0]}
+            "benchmark_modules": len(benchmark_modules), "modules_executed": len(executed), "lowering_s": lowering_s[0]}
 
 
 def profile_text(profile: cProfile.Profile, order: str) -> str:

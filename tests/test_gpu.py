@@ -197,8 +197,8 @@ def test_a_warm_process_finds_the_triton_winner_in_tritons_cache(tmp_path, warm_
 #: sure of a middle Triton tile of modest shared memory (so every process keeps it alone: a
 #: predicted decision; ``measured`` stores it as a measured decision too, which answers first),
 #: Inductor's FX-graph and autotune caches off, then prints DIODE's pick and counters, the
-#: benchmark modules executed (a module whose kernel is named for its template, ``triton_mm``,
-#: not for the graph) and the Triton kernels of the compiled graph.
+#: modules executed inside DIODE's GEMM lowering (there only a Triton choice's benchmark module
+#: is; the graph's kernels and wrapper load later) and the Triton kernels of the compiled graph.
 _LONE_TRITON = r"""
 import json, re, sys
 import torch
@@ -206,6 +206,7 @@ from torch._inductor import codecache, config
 from torch._inductor.utils import run_and_get_code
 import diode_backend
 from diode_backend import hookimpl, measured, plugins, predicted
+from diode_backend.inductor.choices import DiodeChoicesMixin
 from diode_backend.problem import KIND_TRITON
 from diode_backend.scorer import Prediction, ScorerEntry
 
@@ -224,12 +225,20 @@ class Plugin:
         register(ScorerEntry("middle-tile", MiddleTile, lambda hw: False, identity="middle-tile"))
 
 plugins.get_plugin_manager().register(Plugin())
-executed = []
-reload = codecache._reload_python_module
+executed, in_lowering = [], [False]  # the modules executed inside DIODE's GEMM lowering: benchmark modules
+reload, lowering = codecache._reload_python_module, DiodeChoicesMixin.get_template_configs
 def counting_reload(key, path, *args, **kwargs):
-    executed.append(path)
+    if in_lowering[0]:
+        executed.append(path)
     return reload(key, path, *args, **kwargs)
+def flagged_lowering(self, *args, **kwargs):
+    in_lowering[0] = True
+    try:
+        return lowering(self, *args, **kwargs)
+    finally:
+        in_lowering[0] = False
 codecache._reload_python_module = counting_reload
+DiodeChoicesMixin.get_template_configs = flagged_lowering
 a = torch.randn(77, 768, device="cuda", dtype=torch.float16)
 b = torch.randn(320, 768, device="cuda", dtype=torch.float16).t()
 with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", fast_autotune=True, diode_model="middle-tile",
@@ -239,10 +248,9 @@ torch.testing.assert_close(out, a @ b, atol=1e-2, rtol=1e-2)
 if sys.argv[1:] == ["cold", "measured"]:
     (pick,) = predicted.stored_decisions()
     measured.remember(measured.MeasuredDecision(pick.problem, pick.hardware, (pick.winner,), (5.0,), pick.space))
-benchmark = [p for p in executed if re.search(r"^def triton_(?!tem_)\w+\(", open(p).read(), re.MULTILINE)]
 stats = diode_backend.stats()
 print(json.dumps({"pick": stats["recent_decisions"][-1]["pick"], "counters": stats["counters"], "errors": stats["errors"],
-                  "benchmark_modules": benchmark, "executed": len(executed),
+                  "benchmark_modules": executed,
                   "kernels": re.findall(r"async_compile\.triton\('(\w+)', '''(.*?)'''", code, re.DOTALL)}))
 """
 
