@@ -3,9 +3,9 @@
 With ``cpu_backend="triton"`` Inductor offers its Triton GEMM templates on the CPU, over the
 whole EXHAUSTIVE space that DIODE ranks. No Triton CPU backend is installed here, so the kernels
 are generated but not compiled (``get_code``), and the backend hash in the kernel source is a
-stand-in. The stored winner sits in the middle of its template's configs: a warm compile
-generates and converts only configs that could become it (its stages and group), and of those
-only the ones up to it.
+stand-in. The stored winner sits in the middle of its template's configs: a warm compile scales
+only configs that could become it (its stages and group), and of those converts only the
+winner's own.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from torch._inductor.utils import get_code
 import diode_backend
 from diode_backend import measured, predicted, registry
 from diode_backend.inductor import group_configs
-from diode_backend.problem import KIND_TRITON
+from diode_backend.problem import KIND_TRITON, KernelConfig
 from diode_backend.scorer import Prediction
 from test_compile_cpu import DIODE, refresh_choices_handler
 
@@ -97,9 +97,9 @@ def test_a_warm_compile_generates_the_winners_template_only_up_to_the_winner(mid
         measured.remember(measured.MeasuredDecision(pick.problem, pick.hardware, (pick.winner,), (5.0,), pick.space))
     warm = compile_mm(generated)
     assert diode_backend.stats()["counters"] == {f"{decision}_decision_hits": 1}
-    # only configs that could become the winner are generated, and only up to the winner
-    could_become = [c for c in tiles if (c.num_stages, c.group_m) == (pick.winner.num_stages, pick.winner.group_m)]
-    assert generated["ktcs"] == generated["converted"] <= could_become.index(pick.winner) + 1 < tiles.index(pick.winner) + 1
+    # only configs that could become the winner are scaled, and of those only the winner's own
+    # becomes template kwargs, a KernelTemplateChoice and a KernelConfig
+    assert generated == {"ktcs": 1, "converted": 1} and tiles.index(pick.winner) > 0
     assert warm == cold  # the same kernel
 
 
@@ -165,3 +165,20 @@ def test_a_stored_winner_no_longer_offered_has_its_group_ranked_on_every_config(
     # ranked on the winner's whole template (the only one a decided GEMM asks for), not the narrowed list
     assert middle_tile.shown == [c for c in shown_cold if c.template == gone.template]
     assert diode_backend.stats()["errors"] == {} and warm == cold
+
+
+def test_a_finished_config_is_the_winners_only_with_its_tile_stages_warps_and_group():
+    from types import SimpleNamespace
+
+    winner = KernelConfig(KIND_TRITON, "triton::mm", 64, 32, 64, num_stages=4, num_warps=4, group_m=8)
+    search = group_configs.WinnerSearch(winner)
+
+    def finished(num_warps=4, **kwargs):  # as triton.Config: kwargs, num_stages, num_warps
+        return SimpleNamespace(kwargs={"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 64, "GROUP_M": 8, **kwargs}, num_stages=4, num_warps=num_warps)
+
+    assert search.is_winner(finished())
+    assert not search.is_winner(finished(num_warps=2)) and not search.is_winner(finished(BLOCK_K=32))
+    assert not search.is_winner(finished(GROUP_M=4))
+    no_group = finished()
+    del no_group.kwargs["GROUP_M"]  # the heuristic gives it its default later: not ruled out here
+    assert search.is_winner(no_group) and search.is_winner(object())  # an unknown kind is kept for the walk to check

@@ -191,3 +191,93 @@ def test_a_warm_process_finds_the_triton_winner_in_tritons_cache(tmp_path, warm_
     warm = run("compile", warm_first)
     assert warm["pick"] == cold["pick"] and warm["hash"] == cold["hash"]
     assert warm["written"] == [], warm  # the winner came from Triton's cache
+
+
+#: One process of the lone-winner test: compiles ``mm 77x320x768`` fp16 with DIODE and a scorer
+#: sure of a middle Triton tile of modest shared memory (so every process keeps it alone: a
+#: predicted decision; ``measured`` stores it as a measured decision too, which answers first),
+#: Inductor's FX-graph and autotune caches off, then prints DIODE's pick and counters, the
+#: modules executed inside DIODE's GEMM lowering (there only a Triton choice's benchmark module
+#: is; the graph's kernels and wrapper load later) and the Triton kernels of the compiled graph.
+_LONE_TRITON = r"""
+import json, re, sys
+import torch
+from torch._inductor import codecache, config
+from torch._inductor.utils import run_and_get_code
+import diode_backend
+from diode_backend import hookimpl, measured, plugins, predicted
+from diode_backend.inductor.choices import DiodeChoicesMixin
+from diode_backend.problem import KIND_TRITON
+from diode_backend.scorer import Prediction, ScorerEntry
+
+class MiddleTile:
+    name = identity = "middle-tile"
+
+    def predict(self, problem, configs, hardware):
+        modest = [i for i, c in enumerate(configs) if c.kind == KIND_TRITON
+                  and 2 * (c.block_m + c.block_n) * c.block_k * c.num_stages <= 96 * 1024]
+        best = modest[len(modest) // 2]
+        return Prediction(tuple(1.0 if i == best else 2.0 for i in range(len(configs))), 1.0)
+
+class Plugin:
+    @hookimpl
+    def diode_register_scorers(self, register):
+        register(ScorerEntry("middle-tile", MiddleTile, lambda hw: False, identity="middle-tile"))
+
+plugins.get_plugin_manager().register(Plugin())
+executed, in_lowering = [], [False]  # the modules executed inside DIODE's GEMM lowering: benchmark modules
+reload, lowering = codecache._reload_python_module, DiodeChoicesMixin.get_template_configs
+def counting_reload(key, path, *args, **kwargs):
+    if in_lowering[0]:
+        executed.append(path)
+    return reload(key, path, *args, **kwargs)
+def flagged_lowering(self, *args, **kwargs):
+    in_lowering[0] = True
+    try:
+        return lowering(self, *args, **kwargs)
+    finally:
+        in_lowering[0] = False
+codecache._reload_python_module = counting_reload
+DiodeChoicesMixin.get_template_configs = flagged_lowering
+a = torch.randn(77, 768, device="cuda", dtype=torch.float16)
+b = torch.randn(320, 768, device="cuda", dtype=torch.float16).t()
+with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", fast_autotune=True, diode_model="middle-tile",
+                  fx_graph_cache=False, autotune_local_cache=False):
+    out, (code, *_) = run_and_get_code(torch.compile(torch.mm), a, b)
+torch.testing.assert_close(out, a @ b, atol=1e-2, rtol=1e-2)
+if sys.argv[1:] == ["cold", "measured"]:
+    (pick,) = predicted.stored_decisions()
+    measured.remember(measured.MeasuredDecision(pick.problem, pick.hardware, (pick.winner,), (5.0,), pick.space))
+stats = diode_backend.stats()
+print(json.dumps({"pick": stats["recent_decisions"][-1]["pick"], "counters": stats["counters"], "errors": stats["errors"],
+                  "benchmark_modules": executed,
+                  "kernels": re.findall(r"async_compile\.triton\('(\w+)', '''(.*?)'''", code, re.DOTALL)}))
+"""
+
+
+@pytest.mark.parametrize("decision", ["predicted", "measured"])
+def test_a_warm_triton_winner_compiles_the_same_kernel_and_loads_no_benchmark_module(tmp_path, decision):
+    """A Triton tile Inductor gets alone is never benchmarked: neither the cold process that
+    kept it alone nor the warm one that found it stored executes its benchmark module, and the
+    warm process compiles the cold one's kernel, from Triton's cache."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_PTXAS_PATH"}
+    env.update(TRITON_CACHE_DIR=str(tmp_path / "triton"), DIODE_CACHE_DIR=str(tmp_path / "diode"),
+               TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))  # fmt: skip
+
+    def run(*args):
+        done = subprocess.run([sys.executable, "-c", _LONE_TRITON, *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cold = run("cold", decision)
+    assert cold["pick"].startswith("triton::") and cold["benchmark_modules"] == [] and cold["errors"] == {}, cold
+    assert len(cold["kernels"]) == 1 and "_tem_" in cold["kernels"][0][0], cold["kernels"]
+    warm = run("warm", decision)
+    assert warm["counters"].get(f"{decision}_decision_hits") == 1, warm
+    assert warm["pick"] == cold["pick"] and warm["benchmark_modules"] == [] and warm["errors"] == {}, warm
+    assert warm["kernels"] == cold["kernels"]  # the same kernel source

@@ -25,6 +25,7 @@ def install() -> None:
     register_post_import_hook(_on_config, "torch._inductor.config")
     register_post_import_hook(_on_utils, "torch._inductor.utils")
     register_post_import_hook(_on_select_algorithm, "torch._inductor.select_algorithm")
+    register_post_import_hook(_on_select_algorithm_modules, "torch._inductor.select_algorithm")
     register_post_import_hook(_on_graph, "torch._inductor.graph")
     _installed = True
 
@@ -73,6 +74,13 @@ def _on_select_algorithm(select_algorithm) -> None:
     from .benchmarked_choices import patch_autotuner
 
     patch_autotuner(select_algorithm)
+
+
+@_never_raise
+def _on_select_algorithm_modules(select_algorithm) -> None:
+    from .compat import install_unloaded_template_modules
+
+    install_unloaded_template_modules(select_algorithm)
 
 
 @_never_raise

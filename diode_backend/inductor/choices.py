@@ -15,9 +15,10 @@ from torch._inductor.choices import InductorChoices
 
 from .. import __version__, catalog, counters, registry
 from ..options import DiodeOptionError
+from ..problem import KIND_TRITON
 from .context import GemmContext, contained, diode_requested, entry_identity, resolve_context
 from . import compat
-from .group_configs import MARK, DecidedMark, WinnerSearch, keep_group_configs
+from .group_configs import MARK, CandidateMark, DecidedMark, WinnerSearch, keep_group_configs
 
 _context: ContextVar[GemmContext | None] = ContextVar("diode_gemm_context", default=None)
 #: the lowering (graph, FX node, op) whose decided kernel (a stored decision's winner) a template
@@ -46,11 +47,13 @@ class DiodeChoicesMixin:
         try:
             with _search_space(context):
                 templates = decided_templates(templates, context)
-                with _winner_configs_only(context, templates, kernel_inputs, op_name) as narrowed:
-                    choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+                with _winner_configs_only(context, templates, kernel_inputs, op_name, kwarg_overrides) as narrowed:
+                    with compat.template_loads_scope():  # step 1 may leave a lone choice's module unloaded
+                        choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
                 if narrowed and not _holds_decided_kernel(choices):
                     # the winner is not among today's configs: the group is ranked on all of them
-                    choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+                    with compat.template_loads_scope():
+                        choices = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         finally:
             _context.reset(token)
         if lowering is not None and context is not None and context.decision is not None:
@@ -70,7 +73,11 @@ class DiodeChoicesMixin:
         )
         if context is None:
             return ktcs
-        return contained(lambda: keep_group_configs(ktcs, context, search), "ranking", fallback=ktcs)
+        kept = contained(lambda: keep_group_configs(ktcs, context, search), "ranking", fallback=ktcs)
+        if _alone(kept):
+            # never benchmarked: Inductor writes its module without loading it (compat)
+            compat.leave_template_modules_unloaded(_module_left_unloaded_failed)
+        return kept
 
 
 class DiodeChoices(DiodeChoicesMixin, InductorChoices):
@@ -112,27 +119,53 @@ def decided_templates(templates: list[Any], context: GemmContext | None) -> list
 
 
 @contextlib.contextmanager
-def _winner_configs_only(context: GemmContext | None, templates: list[Any], kernel_inputs: Any, op_name: str):
+def _winner_configs_only(
+    context: GemmContext | None, templates: list[Any], kernel_inputs: Any, op_name: str, kwarg_overrides: Any = None
+):
     """For a stored decision whose winner is a tile of one of ``templates``: that template's
-    heuristic generates only the configs that could become the winner
-    (:meth:`WinnerSearch.could_become_winner`), so the walk up to the winner scales and converts
-    a few configs instead of the whole space. Yields whether it narrowed."""
+    heuristic scales only the configs that could become the winner
+    (:meth:`WinnerSearch.could_become_winner`), and of the plain GEMM templates' finished configs
+    only the winner's own (:meth:`WinnerSearch.is_winner`) becomes template kwargs, so the walk up
+    to the winner converts one config instead of every one before it. Not where the lowering
+    overrides that template's kwargs (the configs it names are not the ones generated). Yields
+    whether it narrowed."""
     decision = context.decision if context is not None else None
     offered = decision is not None and decision.winner.template in {getattr(t, "uid", None) for t in templates}
-    if not offered or not decision.winner.block_m:
+    if not offered or not decision.winner.block_m or (kwarg_overrides or {}).get(decision.winner.template):
         yield False
         return
-    could_become = WinnerSearch(decision.winner).could_become_winner
+    search = WinnerSearch(decision.winner)
+    # the plain templates' heuristics turn a finished config into kwargs without changing its
+    # tile, stages or warps; other templates' may (TMA), so they keep every finished config
+    is_winner = search.is_winner if decision.winner.kind == KIND_TRITON else None
     with contextlib.ExitStack() as stack:
         narrowed = contained(
             lambda: stack.enter_context(
-                compat.configs_narrowed(decision.winner.template, kernel_inputs.device_type, op_name, could_become)
+                compat.configs_narrowed(
+                    decision.winner.template, kernel_inputs.device_type, op_name, search.could_become_winner, is_winner
+                )
             )
             or True,
             "ranking",
             fallback=False,
         )
         yield narrowed
+
+
+def _alone(kept: list[Any]) -> bool:
+    """Whether step 1 kept one choice of a group DIODE ranked or decided before: Inductor gets it
+    alone (or DIODE measures it with other groups' picks, loading its module then)."""
+    return len(kept) == 1 and isinstance(getattr(kept[0], "annotations", {}).get(MARK), (DecidedMark, CandidateMark))
+
+
+def _module_left_unloaded_failed(err: BaseException) -> None:
+    """A lone choice's module could not be left unloaded: counted and logged once (raised under
+    ``diode_strict``); Inductor loads it as usual."""
+
+    def fail() -> None:
+        raise err
+
+    contained(fail, "unloaded_module")
 
 
 def _lowering(op_name: str) -> tuple | None:

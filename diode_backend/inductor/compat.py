@@ -4,7 +4,11 @@ where they agree but nothing public offers the same.
 
 Each shim names the versions it covers; tests/test_inductor_compat.py,
 tests/test_inductor_configs.py and (the measuring shims) tests/test_measure_cpu.py and
-tests/test_measure_gpu.py exercise them.
+tests/test_measure_gpu.py exercise them; tests/test_lone_choice_cpu.py the template modules left
+unloaded.
+
+One module because it is the one list of what DIODE relies on inside Inductor: when torch
+changes, each shim here is checked against the new source in one place.
 """
 
 from __future__ import annotations
@@ -219,22 +223,118 @@ def current_lowering() -> tuple[Any, Any] | None:
 
 
 @contextlib.contextmanager
-def configs_narrowed(template: str, device_type: str, op: str, keep: Callable[[Any], bool]) -> Iterator[None]:
+def configs_narrowed(
+    template: str, device_type: str, op: str, keep: Callable[[Any], bool], keep_final: Callable[[Any], bool] | None = None
+) -> Iterator[None]:
     """While inside, the heuristic of ``template`` for ``op`` on ``device_type`` generates only the
     configs ``keep`` accepts, taken from its list after its own filtering and before they are
     scaled to the shape (``BaseConfigHeuristic.preprocess_mm_configs`` calls ``_filter_configs``
     first, then scales only block sizes, prunes and deduplicates config by config). A heuristic
-    that never calls ``_filter_configs`` generates as before.
+    that never calls ``_filter_configs`` generates as before. With ``keep_final``, of the
+    finished configs (each a ``triton.Config`` that ``_finalize_mm_configs`` yields after
+    scaling, pruning and deduplication, before the heuristic turns it into template kwargs) only
+    those ``keep_final`` accepts go on, in their order: the configs it drops never become
+    template kwargs, and which configs come out of deduplication does not change.
 
     torch 2.11 and 2.13 alike: ``get_template_heuristic`` returns one cached instance per
-    (template, device type, op), whose ``_filter_configs`` an instance attribute shadows.
+    (template, device type, op), whose ``_filter_configs`` and ``_finalize_mm_configs`` instance
+    attributes shadow; ``preprocess_mm_configs`` returns ``self._finalize_mm_configs(scaled)``,
+    a generator of ``triton.Config`` (``kwargs``, ``num_stages``, ``num_warps``).
     """
     from torch._inductor.template_heuristics.registry import get_template_heuristic
 
     heuristic = get_template_heuristic(template, device_type, op)
     own = heuristic._filter_configs
     heuristic._filter_configs = lambda configs: [c for c in own(configs) if keep(c)]
+    if keep_final is not None:
+        finalize = heuristic._finalize_mm_configs
+        heuristic._finalize_mm_configs = lambda configs: (c for c in finalize(configs) if keep_final(c))
     try:
         yield
     finally:
         del heuristic._filter_configs
+        if keep_final is not None:
+            del heuristic._finalize_mm_configs
+
+
+class UnloadedModule(types.ModuleType):
+    """A Triton template choice's module that ``PyCodeCache`` wrote but did not execute: its
+    ``__file__`` and ``key`` are what ``PyCodeCache.load`` gives; any other attribute loads the
+    module first (``PyCodeCache.load_by_key_path``, as its benchmark request does)."""
+
+    def __init__(self, key: str, path: str, load: Callable[[], ModuleType]) -> None:
+        super().__init__(f"diode_unloaded.{key}")
+        self.__file__ = path
+        self.key = key
+        self._load = load
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return getattr(self._load(), name)
+
+
+#: Inside a :func:`template_loads_scope`: None while template modules load as Inductor loads
+#: them; after :func:`leave_template_modules_unloaded`, what to call when one cannot be left
+#: unloaded (it is then loaded as usual)
+_unloaded_modules: ContextVar[Callable[[BaseException], None] | None] = ContextVar(
+    "diode_unloaded_template_modules", default=None
+)
+
+
+def install_unloaded_template_modules(select_algorithm: ModuleType) -> None:
+    """Make :func:`leave_template_modules_unloaded` possible (idempotent): Inductor then writes
+    a Triton template choice's module to its cache without executing it, for a choice that
+    will never be benchmarked (handed to Inductor alone). Every later use of the module loads it
+    from that file as before: the benchmark request's ``precompile`` and ``make_run_fn``, and
+    any other attribute of :class:`UnloadedModule`. The kernel Inductor compiles in the end is
+    rendered anew from the choice's ``make_kernel_render``, never from this module.
+
+    torch 2.11 and 2.13 alike: ``TritonTemplate.generate_and_load`` renders the choice into a
+    module and calls ``PyCodeCache.load(code, extra)`` (2.13 adds ``set_sys_modules=False``),
+    which writes it (``PyCodeCache.write(code, extra)``: the same key and path) and executes
+    it; ``TritonTemplate.generate`` reads only the module's ``__file__`` and ``key``, for its
+    ``TritonBenchmarkRequest`` (``module_path``, ``module_cache_key``), which loads it again by
+    them (``PyCodeCache.load_by_key_path``). The name ``PyCodeCache`` in ``select_algorithm``
+    (its only ``load`` call is ``generate_and_load``'s) becomes a subclass whose ``load`` is
+    Inductor's outside :func:`leave_template_modules_unloaded`.
+    """
+    base = select_algorithm.PyCodeCache
+    if getattr(base, "_diode_unloaded_modules", False):
+        return
+
+    class PyCodeCacheLeavingUnloaded(base):
+        _diode_unloaded_modules = True
+
+        @classmethod
+        def load(cls, source_code: str, extra: str = "", **kwargs: Any) -> ModuleType:
+            on_failure = _unloaded_modules.get()
+            if on_failure is not None:
+                try:
+                    key, path = base.write(source_code, extra)
+                    return UnloadedModule(key, path, lambda: base.load_by_key_path(key, path))
+                except Exception as err:
+                    on_failure(err)  # counted and logged once (raised under diode_strict)
+            return base.load(source_code, extra, **kwargs)
+
+    select_algorithm.PyCodeCache = PyCodeCacheLeavingUnloaded
+
+
+@contextlib.contextmanager
+def template_loads_scope() -> Iterator[None]:
+    """Inside, Triton template modules load as Inductor loads them until
+    :func:`leave_template_modules_unloaded` is called; after it, to the scope's end, they are
+    written but not executed. Scopes are per thread (a ContextVar)."""
+    token = _unloaded_modules.set(None)
+    try:
+        yield
+    finally:
+        _unloaded_modules.reset(token)
+
+
+def leave_template_modules_unloaded(on_failure: Callable[[BaseException], None]) -> None:
+    """To the end of the current :func:`template_loads_scope`, Triton template choices are
+    generated with their module written but not executed (where
+    :func:`install_unloaded_template_modules` ran); ``on_failure`` gets any error that makes
+    one load as usual instead."""
+    _unloaded_modules.set(on_failure)

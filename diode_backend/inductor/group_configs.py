@@ -69,7 +69,9 @@ class WinnerSearch:
     it, and ends the winner template's generator right after the winner: the configs after it
     get no template kwargs, no KernelTemplateChoice and no :class:`KernelConfig`. Before that,
     the configs that could not become the winner (:meth:`could_become_winner`) are left out of
-    the list Inductor scales and prunes (``DiodeChoicesMixin.get_template_configs``)."""
+    the list Inductor scales and prunes, and of a plain GEMM template's finished configs only
+    the winner's (:meth:`is_winner`) becomes template kwargs
+    (``DiodeChoicesMixin.get_template_configs``)."""
 
     def __init__(self, winner: KernelConfig) -> None:
         self.winner = winner
@@ -90,6 +92,20 @@ class WinnerSearch:
         group must be the winner's and its warps at least the winner's."""
         w = self.winner
         return config.num_stages == w.num_stages and config.num_warps >= w.num_warps and (getattr(config, "group_m", None) or 0) == w.group_m
+
+    def is_winner(self, config: Any) -> bool:
+        """Whether one of Inductor's finished configs of a plain GEMM template (a
+        ``triton.Config``: scaled, pruned and deduplicated, not yet template kwargs) becomes the
+        winner: its tile, stages and warps are the winner's, and its group where it names one
+        (the heuristic gives a config without one its default)."""
+        w, kwargs = self.winner, getattr(config, "kwargs", None)
+        if not isinstance(kwargs, dict):  # not a config this knows: kept, the walk checks it
+            return True
+        return (
+            (kwargs.get("BLOCK_M"), kwargs.get("BLOCK_N"), kwargs.get("BLOCK_K")) == (w.block_m, w.block_n, w.block_k)
+            and (getattr(config, "num_stages", None), getattr(config, "num_warps", None)) == (w.num_stages, w.num_warps)
+            and kwargs.get("GROUP_M", w.group_m) == w.group_m
+        )
 
     def generators(self, template_choices: dict[str, Iterator[Any]]) -> dict[str, Iterator[Any]]:
         """Inductor's ``{template uid: KernelTemplateChoice generator}``, the winner's template's
