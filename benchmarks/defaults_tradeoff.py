@@ -10,7 +10,9 @@ whose compiled kernels are counted by ranking Inductor's EXHAUSTIVE list again w
 (this imports Inductor); max-autotune DEFAULT's rows check the model outside the range it was
 fitted on. The dataset timed a stratified quarter of Inductor's EXHAUSTIVE space per problem
 (plus its DEFAULT list on the held-out families) where DIODE ranks the whole space at run time:
-the simulation ranks, measures and judges within the timed subset.
+the simulation picks, measures and judges within the timed subset, but keeps a pick alone or
+measures by the run-time confidence, the model's over the whole EXHAUSTIVE list under the
+problem's TF32 rule (``tradeoff.runtime_ranking``, as ``benchmarks/e2e_replay.py`` computes it).
 
 Example::
 
@@ -38,10 +40,11 @@ from diode_backend.offline.tradeoff import (
     SimulatedProblem,
     choose_defaults,
     fit_compile_cost,
+    runtime_ranking,
     simulate_grid,
+    simulated_problem,
 )
 from diode_backend.options import DiodeOptions
-from diode_backend.policy import rank_candidates
 from diode_backend.problem import KIND_ATEN, GemmProblem
 
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(21))
@@ -58,12 +61,7 @@ COMPARED = (5, 1.25)
 
 def simulated(problems, scorer, hardware) -> list[SimulatedProblem]:
     hardware_of = timed_hardware(hardware)  # each problem ranked under its own TF32 rule
-    return [
-        SimulatedProblem(
-            rank_candidates(scorer, p.problem, p.configs, hardware_of(p)), p.times_us, tuple(c.kind for c in p.configs)
-        )
-        for p in problems
-    ]
+    return [simulated_problem(scorer, p, hardware_of(p)) for p in problems]
 
 
 def cost_rows(e2e: dict, scorer, hardware) -> dict[str, list[tuple[int, int, float]]]:
@@ -88,8 +86,7 @@ def cost_rows(e2e: dict, scorer, hardware) -> dict[str, list[tuple[int, int, flo
                 if kept == 1:
                     compiled = int(not decision["pick"].startswith(f"{KIND_ATEN}::"))
                 else:
-                    configs = registry.candidate_configs(problem, hardware, "EXHAUSTIVE") or []
-                    ranking = rank_candidates(scorer, problem, configs, hardware)
+                    configs, ranking = runtime_ranking(scorer, problem, hardware)
                     compiled = sum(configs[i].kind != KIND_ATEN for i in ranking.order[:kept])
                 rows["diode"].append((compiled, kept, seconds))
     return rows

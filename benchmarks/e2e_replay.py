@@ -8,8 +8,8 @@ Valid only when both models have the same network (so the same single pick on ev
 is checked) and the run timed the single pick (``diode_pick``) and the defaults (``diode_fast``,
 decided by OLD_MODEL's confidence). Each row's confidence is computed as DIODE computes it at
 compile time, on the CPU: the model ranks Inductor's whole EXHAUSTIVE candidate list for the
-problem (``registry.candidate_configs`` and ``policy.rank_candidates``, as ``diode predict``
-does) under the run's TF32 rule. OLD_MODEL's figure is checked against the confidence the run
+problem (``tradeoff.runtime_ranking``: ``registry.candidate_configs`` and
+``policy.rank_candidates``, as ``diode predict`` does) under the run's TF32 rule. OLD_MODEL's figure is checked against the confidence the run
 recorded. Then, at the default threshold (``e2e_report.THRESHOLD``):
 
 - a row NEW_MODEL trusts takes the single pick's measured runtime and compile time;
@@ -39,12 +39,10 @@ import e2e_report  # noqa: E402
 
 from diode_backend import catalog, registry  # noqa: E402
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
-from diode_backend.policy import rank_candidates  # noqa: E402
+from diode_backend.offline.tradeoff import runtime_ranking  # noqa: E402
 from diode_backend.problem import GemmProblem, HardwareInfo  # noqa: E402
 from diode_backend.scorer import GemmScorer  # noqa: E402
 
-#: The search space DIODE ranks when it is the only backend named, as in the run's DIODE modes.
-SPACE = "EXHAUSTIVE"
 #: The name the run's own defaults keep in a replayed row.
 OLD_DEFAULTS = "diode_fast_old"
 
@@ -57,12 +55,11 @@ def load_model(model: str, hardware: HardwareInfo) -> GemmScorer:
     return registry.load_scorer(entry)
 
 
-def runtime_ranking(scorer: GemmScorer, problem: GemmProblem, hardware: HardwareInfo) -> tuple[str, float | None]:
-    """(pick, confidence) of ``scorer`` for ``problem`` as DIODE ranks it at compile time: over
-    Inductor's whole candidate list for ``hardware`` (whose ``triton_tf32_rule`` should be the
-    run's)."""
-    configs = registry.candidate_configs(problem, hardware, SPACE)
-    ranking = rank_candidates(scorer, problem, configs, hardware)
+def runtime_pick(scorer: GemmScorer, problem: GemmProblem, hardware: HardwareInfo) -> tuple[str, float | None]:
+    """(pick, confidence) of ``scorer`` for ``problem`` as DIODE ranks it at compile time
+    (:func:`~diode_backend.offline.tradeoff.runtime_ranking`; ``hardware``'s
+    ``triton_tf32_rule`` should be the run's)."""
+    configs, ranking = runtime_ranking(scorer, problem, hardware)
     return configs[ranking.order[0]].describe(), ranking.confidence
 
 
@@ -155,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, check = [], {"rows": 0, "max_abs_difference": 0.0, "pick_differs": []}
     for row in result["rows"]:
         problem = GemmProblem.from_dict(row["problem"])
-        old_pick, old_confidence = runtime_ranking(old_model, problem, hardware)
-        new_pick, new_confidence = runtime_ranking(new_model, problem, hardware)
+        old_pick, old_confidence = runtime_pick(old_model, problem, hardware)
+        new_pick, new_confidence = runtime_pick(new_model, problem, hardware)
         decision = row["modes"][e2e_report.SINGLE_PICK]["diode"]["decision"]
         if not old_pick == new_pick == decision["pick"]:
             check["pick_differs"].append({"problem": row["describe"], "run": decision["pick"], "old": old_pick, "new": new_pick})

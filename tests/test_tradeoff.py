@@ -1,5 +1,6 @@
 """The defaults trade-off simulation on tiny hand-made problems: which candidates an unsure DIODE
-measures, what a problem then costs and runs at, and which grid point the selection rule takes."""
+measures, what a problem then costs and runs at, which confidence keeps a pick alone (the run-time
+one, over Inductor's whole candidate list), and which grid point the selection rule takes."""
 
 from __future__ import annotations
 
@@ -7,23 +8,29 @@ import math
 
 import pytest
 
+from diode_backend import registry
+from diode_backend.offline.dataset import ProblemTimings
 from diode_backend.offline.tradeoff import (
     CompileCost,
     SimulatedProblem,
     choose_defaults,
     fit_compile_cost,
     measured_candidates,
+    runtime_ranking,
     simulate_grid,
+    simulated_problem,
 )
 from diode_backend.policy import Ranking
+from diode_backend.problem import GemmProblem, KernelConfig
 from diode_backend.scorer import Prediction
 
 COST = CompileCost(base_s=0.2, compile_s=0.4, timing_s=0.3)
 
 
 def problem(predicted, measured, aten, confidence=None) -> SimulatedProblem:
+    """Ranked with ``confidence`` over the timed candidates and at run time alike."""
     kinds = tuple("aten" if library else "triton" for library in aten)
-    return SimulatedProblem(Ranking.of(Prediction(tuple(predicted), confidence)), tuple(measured), kinds)
+    return SimulatedProblem(Ranking.of(Prediction(tuple(predicted), confidence)), tuple(measured), kinds, confidence)
 
 
 # predicted order: 1 (triton), 2 (triton), 0 (aten), 3 (triton), 4 (unscored)
@@ -69,6 +76,39 @@ def test_the_threshold_switches_between_the_pick_and_the_measured_set():
     assert unsure["geomean"] == pytest.approx(9 / 8)
     assert unsure["compile_s_total"] == pytest.approx(COST.seconds(2, 3))
     assert (unsure["single_pick_share"], unsure["measured_set_mean"]) == (0.0, 3.0)
+
+
+def test_the_run_time_confidence_keeps_a_pick_alone_not_the_timed_subset_s():
+    # the same ranking of the timed candidates, confident over them; unsure over the whole list
+    unsure = SimulatedProblem(FOUR.ranking, FOUR.measured_us, FOUR.kinds, confidence=0.5)
+    sure = SimulatedProblem(FOUR.ranking, FOUR.measured_us, FOUR.kinds, confidence=0.95)
+    assert FOUR.ranking.confidence == 0.7
+    rows = simulate_grid([unsure, sure], COST, thresholds=(0.6, 0.9), top_ks=(1,), ratios=(1.0,))
+    assert [r["single_pick_share"] for r in rows] == [0.5, 0.5]  # `sure` alone at both; `unsure` at neither
+
+
+class CountingScorer:
+    """Predicts candidate i at 10 + i microseconds, confident over a short list (0.99) and unsure
+    over a long one (0.3), as a confidence that reads the crowding of the list may be."""
+
+    name = identity = "counting"
+
+    def predict(self, problem, configs, hardware):
+        return Prediction(tuple(10.0 + i for i in range(len(configs))), 0.99 if len(configs) <= 4 else 0.3)
+
+
+def test_a_simulated_problem_is_decided_by_the_confidence_over_inductor_s_whole_list():
+    hardware = registry.known_hardware()["h100"]
+    gemm = GemmProblem("mm", 1024, 1024, 1024, dtype="float16")
+    whole, ranking = runtime_ranking(CountingScorer(), gemm, hardware)
+    assert len(whole) > 4 and ranking.confidence == 0.3  # Inductor's EXHAUSTIVE list and ATen
+    timed = ProblemTimings(gemm, (KernelConfig("aten", "aten::mm"), whole[-1]), (9.0, 8.0))
+    simulated = simulated_problem(CountingScorer(), timed, hardware)
+    assert simulated.ranking.confidence == 0.99 and simulated.confidence == 0.3
+    assert simulated.ranking.order == (0, 1)  # the pick and its measured set stay the timed ones
+    (row,) = simulate_grid([simulated], COST, thresholds=(0.9,), top_ks=(1,), ratios=(1.0,))
+    assert row["single_pick_share"] == 0.0  # measured, though the subset's 0.99 would keep it alone
+    assert row["geomean"] == pytest.approx(1.0)
 
 
 def row(threshold, top_k, ratio, geomean, worst, compile_s):

@@ -3,10 +3,17 @@ and cost, simulated on problems whose every candidate was timed.
 
 For each problem and setting: when the model's confidence reaches the threshold, DIODE compiles
 its predicted best alone and the problem runs at that candidate's measured time; otherwise DIODE
-measures its measured set (:func:`~diode_backend.policy.measured_set`, the runtime's rule) and the problem runs at the fastest measured
-time in it. Measurement is taken as exact: the simulated timer always finds the set's true
-winner. Compile time comes from :class:`CompileCost`, a linear model fitted to end-to-end compile
-times (:func:`fit_compile_cost`). :func:`choose_defaults` applies a selection rule to the grid.
+measures its measured set (:func:`~diode_backend.policy.measured_set`, the runtime's rule) and
+the problem runs at the fastest measured time in it. Measurement is taken as exact: the simulated
+timer always finds the set's true winner. Compile time comes from :class:`CompileCost`, a linear
+model fitted to end-to-end compile times (:func:`fit_compile_cost`). :func:`choose_defaults`
+applies a selection rule to the grid.
+
+The confidence that decides is the run-time one (:attr:`SimulatedProblem.confidence`, from
+:func:`runtime_ranking`): the model's over Inductor's whole candidate list for the problem, as
+DIODE ranks it at compile time, not its confidence over the timed subset, which differs for a
+model whose confidence depends on the list (crowding, candidate count). The pick, the measured
+set and the runtimes stay within the timed subset, the only candidates with measured times.
 """
 
 from __future__ import annotations
@@ -18,21 +25,41 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import registry
 from ..options import DiodeOptions
-from ..policy import Ranking, measured_set
-from ..problem import KIND_ATEN
+from ..policy import Ranking, measured_set, rank_candidates
+from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
+from ..scorer import GemmScorer
+from .dataset import ProblemTimings
 from .validate import spread
+
+
+def runtime_ranking(scorer: GemmScorer, problem: GemmProblem, hardware: HardwareInfo) -> tuple[list[KernelConfig], Ranking]:
+    """The candidates DIODE ranks for ``problem`` at compile time and ``scorer``'s ranking of
+    them, computed on the CPU as ``diode predict`` does: Inductor's whole list for the default
+    ``diode_search_space`` (``registry.candidate_configs``) ranked by ``policy.rank_candidates``.
+    ``hardware``'s ``triton_tf32_rule`` should be the one the GEMM compiles under.
+
+    :raises ValueError: when no plugin offers candidates for ``problem``.
+    """
+    configs = registry.candidate_configs(problem, hardware, DiodeOptions().diode_search_space)
+    if configs is None:
+        raise ValueError(f"no plugin offers candidates for {problem.describe()}")
+    return configs, rank_candidates(scorer, problem, configs, hardware)
 
 
 @dataclass(frozen=True)
 class SimulatedProblem:
-    """One problem as the simulation sees it: the model's ranking of its candidates, each
+    """One problem as the simulation sees it: the model's ranking of its timed candidates, each
     candidate's measured time (microseconds) and its kind (an ``aten`` library call needs no
-    compile)."""
+    compile), and ``confidence``, the one that decides keep-vs-measure: the model's at run time,
+    over Inductor's whole candidate list (:func:`runtime_ranking`), not ``ranking.confidence``
+    over the timed subset (None: unknown, never kept alone)."""
 
     ranking: Ranking
     measured_us: tuple[float, ...]
     kinds: tuple[str, ...]
+    confidence: float | None
 
     def compiled(self, index: int) -> bool:
         return self.kinds[index] != KIND_ATEN
@@ -40,6 +67,14 @@ class SimulatedProblem:
     @property
     def best_us(self) -> float:
         return min(self.measured_us)
+
+
+def simulated_problem(scorer: GemmScorer, timings: ProblemTimings, hardware: HardwareInfo) -> SimulatedProblem:
+    """``timings`` as the simulation sees it under ``scorer`` on ``hardware`` (with the problem's
+    TF32 rule): its timed candidates ranked, and the confidence of :func:`runtime_ranking`."""
+    ranking = rank_candidates(scorer, timings.problem, timings.configs, hardware)
+    confidence = runtime_ranking(scorer, timings.problem, hardware)[1].confidence
+    return SimulatedProblem(ranking, timings.times_us, tuple(c.kind for c in timings.configs), confidence)
 
 
 def measured_candidates(problem: SimulatedProblem, top_k: int, ratio: float) -> tuple[int, ...]:
@@ -127,9 +162,9 @@ def simulate_grid(
 ) -> list[dict[str, float]]:
     """One row per (threshold, top_k, ratio): runtime over best (geomean, p90, worst), total and
     mean compile seconds, the share of problems picked alone and the mean size of the measured
-    sets."""
+    sets. Each problem is kept alone by its run-time confidence (:attr:`SimulatedProblem.confidence`)."""
     picks = [pick_outcome(p, cost) for p in problems]
-    confidences = [p.ranking.confidence if p.ranking.order else None for p in problems]
+    confidences = [p.confidence if p.ranking.order else None for p in problems]
     rows = []
     for top_k, ratio in itertools.product(top_ks, ratios):
         measured = [measure_outcome(p, cost, top_k, ratio) for p in problems]
