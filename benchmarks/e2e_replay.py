@@ -194,11 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.offline:
         out["offline"] = offline_comparison(rows, *args.offline, threshold)
-    text = json.dumps(out, indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
-    else:
-        print(text)
+    e2e_report.emit(out, args.out)
     return 0
 
 

@@ -131,12 +131,17 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(args.result.read_text())
     except (OSError, ValueError) as exc:
         parser.error(f"{args.result}: cannot read an e2e result ({exc})")
-    text = json.dumps(report(result), indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
+    emit(report(result), args.out)
+    return 0
+
+
+def emit(value: dict, out: Path | None) -> None:
+    """``value`` as indented JSON to the file ``out``, or to standard output when None."""
+    text = json.dumps(value, indent=1)
+    if out:
+        out.write_text(text + "\n")
     else:
         print(text)
-    return 0
 
 
 if __name__ == "__main__":
