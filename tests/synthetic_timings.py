@@ -11,8 +11,10 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+from diode_backend import registry
 from diode_backend.analytical import AnalyticalScorer
 from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, write_shard
+from diode_backend.options import DiodeOptions
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
 H100 = HardwareInfo(
@@ -41,6 +43,24 @@ def synthetic_problems(count: int, split: str = "train", seed: int = 0, generato
         )
         problems.append(ProblemTimings(problem, tuple(SPACE), times, split=split, generator=generator, space="exhaustive"))
     return problems
+
+
+def on_compile_time_list(records: list[ProblemTimings]) -> list[ProblemTimings]:
+    """``records`` timed again, the same way, over the candidates DIODE ranks at compile time for
+    their problems (Inductor's list for the default ``diode_search_space``), so that every pick
+    made at compile time was timed."""
+    scorer = AnalyticalScorer()
+    timed = []
+    for record in records:
+        rng = random.Random(record.problem.describe())
+        configs = tuple(registry.candidate_configs(record.problem, H100, DiodeOptions().diode_search_space))
+        estimates = scorer.predict(record.problem, configs, H100).times_us
+        times = tuple(
+            t * (PENALTY if c.num_warps == 8 else 1.0) * math.exp(rng.gauss(0.0, 0.01))
+            for c, t in zip(configs, estimates)
+        )
+        timed.append(replace(record, configs=configs, times_us=times))
+    return timed
 
 
 def write_dataset(folder: Path, train: int = 40, validation: int = 10, seed: int = 0, families: tuple[str, ...] = ()) -> Path:

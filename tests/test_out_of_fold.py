@@ -1,5 +1,6 @@
-"""The logistic confidence fitted on out-of-fold rankings: real (tiny) trainings of fold models on
-synthetic timings of eight families."""
+"""The logistic confidence fitted on out-of-fold rankings at compile time: real (tiny) trainings
+of fold models on synthetic timings of eight families, timed over the candidates DIODE ranks at
+compile time."""
 
 from __future__ import annotations
 
@@ -9,17 +10,19 @@ from dataclasses import replace
 
 import pytest
 import torch
-from synthetic_timings import H100, SPACE, synthetic_problems
+from synthetic_timings import H100, SPACE, on_compile_time_list, synthetic_problems
 
 from diode_backend import registry
 from diode_backend.model.checkpoint import load_checkpoint
-from diode_backend.model.hit_model import SIGNALS, fit_hit_model, pick_signals
+from diode_backend.model.hit_model import SIGNALS, fit_hit_model, hit_probability, pick_signals
 from diode_backend.model.learned import LearnedScorer
+from diode_backend.model.network import FrozenTimingModel
 from diode_backend.model.novelty import nearest_distance
 from diode_backend.offline import out_of_fold
 from diode_backend.offline.families import family_of
-from diode_backend.offline.out_of_fold import draw_folds, fold_folder, rank_out_of_fold, train_out_of_fold
+from diode_backend.offline.out_of_fold import compile_time_signals, draw_folds, fold_folder, rank_out_of_fold, train_out_of_fold
 from diode_backend.offline.train import TrainOptions, train
+from diode_backend.policy import rank_candidates
 
 FAST = TrainOptions(hidden=16, ensemble=3, max_epochs=4, steps_per_epoch=15, problems_per_step=8, candidates=8, patience=10)
 FAMILIES = ("llama", "bert", "gpt", "t5", "vit", "whisper", "opt", "bloom")
@@ -31,7 +34,8 @@ EXTRACTOR = registry.feature_extractors()["gemm"]
 
 @pytest.fixture(scope="module")
 def problems():
-    return [replace(p, generator=f"zoo:{family}") for seed, family in enumerate(FAMILIES) for p in synthetic_problems(8, seed=seed)]
+    records = [replace(p, generator=f"zoo:{family}") for seed, family in enumerate(FAMILIES) for p in synthetic_problems(8, seed=seed)]
+    return on_compile_time_list(records)
 
 
 def as_bmm(record):
@@ -79,7 +83,8 @@ def test_out_of_fold_rows_come_only_from_models_that_did_not_train_on_them(probl
     ranked = rank_out_of_fold(problems, H100, EXTRACTOR, tmp_path / "model.pt", FAST, folds=2, progress=None, **SPLIT)
     # the families the final model trains on, each in one fold
     assert sorted(name for fold in ranked.folds for name in fold) == sorted(TRAINED_ON)
-    assert len(ranked.rows) == 8 * len(TRAINED_ON)  # every training problem once
+    assert len(ranked.rows) == 8 * len(TRAINED_ON)  # every training problem once: all its candidates were timed
+    assert ranked.ranked == [8 * len(fold) for fold in ranked.folds]
     assert ranked.checkpoints == [fold_folder(tmp_path / "model.pt") / f"fold-{k}.pt" for k in range(2)]
     models = [load_checkpoint(path) for path in ranked.checkpoints]
     for fold, model in zip(ranked.folds, models):
@@ -93,16 +98,16 @@ def test_out_of_fold_rows_come_only_from_models_that_did_not_train_on_them(probl
     differs_with_the_other_model = 0
     for row, record in zip(ranked.rows, ranked_records):
         assert row.family in ranked.folds[row.fold] and len(row.signals) == len(SIGNALS)
-        signals = [_signals(model, record) for model in models]
+        signals = [_signals(model, record.problem, record.configs) for model in models]
         assert row.signals == pytest.approx(signals[row.fold], rel=1e-5, abs=1e-6)
         differs_with_the_other_model += signals[1 - row.fold] != pytest.approx(row.signals, rel=1e-5, abs=1e-6)
     assert differs_with_the_other_model == len(ranked.rows)
 
 
-def _signals(checkpoint, record):
-    with torch.no_grad():
-        members = checkpoint.model(EXTRACTOR.extract(record.problem, record.configs, H100))
-    return pick_signals(record.problem, record.configs, members, nearest_distance(checkpoint.novelty["support"], record.problem))
+def _signals(checkpoint, problem, configs):
+    with torch.no_grad():  # the network as DIODE runs it at compile time
+        members = FrozenTimingModel(checkpoint.model)(EXTRACTOR.extract(problem, configs, H100))
+    return pick_signals(problem, configs, members, nearest_distance(checkpoint.novelty["support"], problem))
 
 
 def test_the_final_model_is_the_plain_network_with_a_hit_model_fitted_out_of_fold(problems, tmp_path):
@@ -121,13 +126,35 @@ def test_the_final_model_is_the_plain_network_with_a_hit_model_fitted_out_of_fol
     assert oof["hit_model"] == fit_hit_model([r.signals for r in rows], [r.hit for r in rows], [r.family for r in rows])
     assert oof["hit_model"]["version"] == 3 and oof["hit_model"] != plain["hit_model"]
     assert oof["training"]["hit_model_folds"] == [
-        {"families": fold, "problems": 8 * len(fold), "misses": sum(r.fold == k and not r.hit for r in rows)}
+        {"families": fold, "ranked": 8 * len(fold), "problems": 8 * len(fold), "misses": sum(r.fold == k and not r.hit for r in rows)}
         for k, fold in enumerate(again.folds)
     ]
     assert (result.hit_model_problems, result.calibration_problems) == (40, 16)
     assert not fold_folder(tmp_path / "oof.pt").exists()  # removed once the checkpoint is written
     confidence = LearnedScorer.load(tmp_path / "oof.pt").predict(problems[0].problem, SPACE, H100).confidence
-    assert 0.0 < confidence < 1.0
+    signals = _signals(load_checkpoint(tmp_path / "oof.pt"), problems[0].problem, SPACE)
+    assert confidence == pytest.approx(hit_probability(oof["hit_model"], signals))  # the scorer's confidence is this hit model's
+
+
+def test_a_row_is_the_pick_of_the_compile_time_list_with_the_confidence_diode_computes_for_it(problems, tmp_path):
+    train(problems, H100, EXTRACTOR, tmp_path / "model.pt", FAST, progress=None, confidence="logistic", **SPLIT)
+    checkpoint, scorer = load_checkpoint(tmp_path / "model.pt"), LearnedScorer.load(tmp_path / "model.pt")
+    record = problems[0]
+    ranking = rank_candidates(scorer, record.problem, record.configs, H100)  # as DIODE ranks it at compile time
+    pick = ranking.order[0]
+    untimed_pick = replace(record, configs=record.configs[:pick] + record.configs[pick + 1 :],
+                           times_us=record.times_us[:pick] + record.times_us[pick + 1 :])  # fmt: skip
+    kept = sorted({*range(0, len(record.configs), 4), pick})  # a quarter timed, the pick among them
+    quarter = replace(record, configs=tuple(record.configs[i] for i in kept), times_us=tuple(record.times_us[i] for i in kept))
+    rows = compile_time_signals(checkpoint.model, checkpoint.novelty["support"], [untimed_pick, record, quarter], EXTRACTOR, H100)
+    # the pick is made over the whole list whatever was timed; a pick not timed has no row
+    assert [index for index, _, _ in rows] == [1, 2]
+    (_, signals, ratio), (_, quarter_signals, quarter_ratio) = rows
+    assert quarter_signals == signals  # what was timed changes the outcome, never the signals
+    assert ratio == pytest.approx(record.times_us[pick] / min(record.times_us))
+    assert quarter_ratio == pytest.approx(record.times_us[pick] / min(quarter.times_us))
+    assert len(signals) == len(SIGNALS)
+    assert hit_probability(checkpoint.hit_model, signals) == pytest.approx(ranking.confidence, rel=1e-4, abs=1e-6)
 
 
 @pytest.mark.parametrize("interrupted, retrained", [(2, [1, "final"]), (3, ["final"])], ids=["in-fold-1", "in-the-final-model"])

@@ -6,11 +6,14 @@ early-stopping and calibration families, the only problems the final network ran
 having trained on them (1,336 problems on the shipped data). Here the families it trains on are
 dealt into K folds of whole families (:func:`draw_folds`); a fold model of the same recipe
 (options, seed, early-stopping and calibration families) is trained without each fold and ranks
-that fold, and the hit model is fitted on every training problem as ranked by the fold model that
-never saw it (4,719 problems on the shipped data). Most of the gain of score S3 in
-``benchmarks/results/h100_confidence_crossfold.md`` came from fitting on such rankings. The final
-model is then trained exactly as without the option (same data, split and seed, so the same
-network); only its hit model differs, and its training record names the folds.
+that fold as DIODE ranks a GEMM at compile time, over Inductor's whole candidate list
+(:func:`compile_time_signals`), and the hit model is fitted on every training problem whose
+compile-time pick was timed, as ranked by the fold model that never saw it (2,198 problems of
+4,719 on the shipped data). Fitted on the timed candidates instead (a quarter of that list), the
+signals that count or compare candidates took other values at compile time than in fitting
+(``benchmarks/results/h100_runtime_list_confidence.md``). The final model is then trained
+exactly as without the option (same data, split and seed, so the same network); only its hit
+model differs, and its training record names the folds.
 
 Resumable: fold k's checkpoint goes to ``<output>.folds/fold-<k>.pt`` (its training state beside
 it while it trains); ``resume`` reuses a finished one trained on the same data, options and
@@ -29,15 +32,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import torch
+
+from .. import registry
 from ..features import FeatureExtractor
+from ..model.calibration import HIT_TOLERANCE, pick_statistics
 from ..model.checkpoint import load_checkpoint
-from ..model.hit_model import fit_hit_model
+from ..model.hit_model import fit_hit_model, pick_signals
+from ..model.network import FrozenTimingModel, TimingModel
+from ..model.novelty import nearest_distance
+from ..options import DiodeOptions
 from ..problem import HardwareInfo
 from ..workload import workload_class
-from .dataset import ProblemTimings
+from .dataset import ProblemTimings, timed_hardware
 from .families import family_of
 from .progress import Progress
-from .train import MIN_FAMILIES_TO_SPLIT, TrainOptions, TrainResult, data_digest, held_out_signals, split_training, train
+from .train import MIN_FAMILIES_TO_SPLIT, TrainOptions, TrainResult, data_digest, split_training, train
 
 #: Balanced first: the class where picks miss most (h100_confidence_crossfold.md).
 _BALANCED_CLASS = "attention_bmm"
@@ -45,22 +55,66 @@ _BALANCED_CLASS = "attention_bmm"
 
 @dataclass(frozen=True)
 class OutOfFoldRow:
-    """One training problem as the fold model that did not train on it ranks it: the hit
-    model's signals of its pick, and whether the pick was a hit."""
+    """One training problem as the fold model that did not train on it ranks it at compile
+    time: the hit model's signals of its pick, and the pick's time over the fastest timed
+    candidate's."""
 
     fold: int
     family: str
     signals: list[float]
-    hit: bool
+    ratio: float
+
+    @property
+    def hit(self) -> bool:
+        return self.ratio <= 1 + HIT_TOLERANCE
 
 
 @dataclass(frozen=True)
 class FoldRankings:
-    """The folds' families, their models' checkpoints and every training problem's row."""
+    """The folds' families, their models' checkpoints, how many problems each ranked and the
+    row of every training problem whose compile-time pick was timed."""
 
     folds: list[list[str]]
     checkpoints: list[Path]
+    ranked: list[int]
     rows: list[OutOfFoldRow]
+
+
+def compile_time_signals(
+    model: TimingModel,
+    support: torch.Tensor,
+    records: Sequence[ProblemTimings],
+    extractor: FeatureExtractor,
+    hardware: HardwareInfo,
+) -> list[tuple[int, list[float], float]]:
+    """Each of ``records`` ranked by ``model`` as DIODE ranks it at compile time: over the
+    candidates Inductor offers for the default ``diode_search_space``
+    (``registry.candidate_configs``, under the TF32 rule the problem was timed with) of the kinds
+    ``records`` timed (those the model learnt), the hit model's signals of the pick, with the
+    distance to ``support``, and the pick's time over the fastest timed candidate's (a hit
+    within ``1 + HIT_TOLERANCE``). That list is about four times the timed one, and the signals that count or
+    compare candidates take other values over it. A problem whose pick was not timed has no
+    known outcome and no row; each row starts with its problem's index in ``records``."""
+    network = FrozenTimingModel(model)
+    hardware_of = timed_hardware(hardware)
+    kinds = {config.kind for record in records for config in record.configs}
+    search_space = DiodeOptions().diode_search_space
+    rows = []
+    for index, record in enumerate(records):
+        problem, timed_on = record.problem, hardware_of(record)
+        offered = registry.candidate_configs(problem, timed_on, search_space) or []
+        configs = [config for config in offered if config.kind in kinds]
+        if not configs:
+            continue
+        with torch.inference_mode():
+            member_log_times = network(extractor.extract(problem, configs, timed_on))
+        timed = dict(zip(record.configs, record.times_us))
+        pick_time = timed.get(configs[pick_statistics(member_log_times)[0]])
+        if pick_time is None:
+            continue
+        signals = pick_signals(problem, configs, member_log_times, nearest_distance(support, problem))
+        rows.append((index, signals, pick_time / min(record.times_us)))
+    return rows
 
 
 def draw_folds(records: Sequence[ProblemTimings], count: int) -> list[list[str]]:
@@ -129,7 +183,7 @@ def rank_out_of_fold(
     trained_on = [split.records[i] for i in split.train_ids]
     fold_families = draw_folds(trained_on, folds)
     bar = Progress(folds, enabled=progress is not None, stream=progress, unit="folds")
-    checkpoints, rows = [], []
+    checkpoints, counts, rows = [], [], []
     for index, families in enumerate(fold_families):
         path = fold_folder(output) / f"fold-{index}.pt"
         left_out = sorted({*holdout_families, *families})
@@ -143,11 +197,16 @@ def rank_out_of_fold(
             )  # fmt: skip
         fold = load_checkpoint(path)
         ranked = [record for record in trained_on if family_of(record) in families]
-        signals, hits = held_out_signals(fold.model, fold.novelty["support"], ranked, extractor, hardware)
-        rows += [OutOfFoldRow(index, family_of(r), s, h) for r, s, h in zip(ranked, signals, hits)]
+        found = compile_time_signals(fold.model, fold.novelty["support"], ranked, extractor, hardware)
+        new = [OutOfFoldRow(index, family_of(ranked[i]), s, ratio) for i, s, ratio in found]
+        rows += new
         checkpoints.append(path)
-        bar.line(f"fold {index + 1}/{folds}: ranked {len(ranked)} problems, {hits.count(False)} picks missed")
-    return FoldRankings(fold_families, checkpoints, rows)
+        counts.append(len(ranked))
+        bar.line(
+            f"fold {index + 1}/{folds}: ranked {len(ranked)} problems, {len(new)} with their pick timed, "
+            f"{sum(not row.hit for row in new)} of those picks missed"
+        )
+    return FoldRankings(fold_families, checkpoints, counts, rows)
 
 
 def train_out_of_fold(
@@ -168,7 +227,7 @@ def train_out_of_fold(
     """:func:`train` with ``confidence="logistic"``, its hit model fitted on the out-of-fold
     rows of :func:`rank_out_of_fold` instead of the early-stopping and calibration problems.
     The checkpoint's training record gains ``"hit_model_folds"``: each fold's families, the
-    problems its model ranked and the picks it missed. ``seconds`` counts the fold models too."""
+    problems its model ranked, those with their pick timed (the rows) and the picks it missed. ``seconds`` counts the fold models too."""
     started = time.monotonic()
     split_by = {
         "holdout_families": holdout_families,
@@ -183,7 +242,7 @@ def train_out_of_fold(
     record = []
     for index, families in enumerate(ranked.folds):
         hits = [row.hit for row in rows if row.fold == index]
-        record.append({"families": families, "problems": len(hits), "misses": hits.count(False)})
+        record.append({"families": families, "ranked": ranked.ranked[index], "problems": len(hits), "misses": hits.count(False)})
     result = train(
         records, hardware, extractor, output, options, resume=resume, progress=progress, confidence="logistic",
         hit_model=hit_model, metadata={**(metadata or {}), "hit_model_folds": record}, **split_by,
