@@ -47,7 +47,9 @@ from diode_backend.offline.tradeoff import (
 from diode_backend.options import DiodeOptions
 from diode_backend.problem import KIND_ATEN, GemmProblem
 
-THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(21))
+#: Finer near 1, where a calibrated confidence crowds: the trusted share and the worst trusted
+#: pick change several times between 0.95 and 1.
+THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(18)) + tuple(round(0.9 + 0.01 * i, 2) for i in range(11))
 TOP_KS = tuple(range(1, 11))
 RATIOS = tuple(round(1.0 + 0.05 * i, 2) for i in range(21))
 #: The rule's parameters: within 0.5% of the best geomean, worst at most issue 14's bound.
