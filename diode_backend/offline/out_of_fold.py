@@ -92,9 +92,10 @@ def compile_time_signals(
     (``registry.candidate_configs``, under the TF32 rule the problem was timed with) of the kinds
     ``records`` timed (those the model learnt), the hit model's signals of the pick, with the
     distance to ``support``, and the pick's time over the fastest timed candidate's (a hit
-    within ``1 + HIT_TOLERANCE``). That list is about four times the timed one, and the signals that count or
-    compare candidates take other values over it. A problem whose pick was not timed has no
-    known outcome and no row; each row starts with its problem's index in ``records``."""
+    within ``1 + HIT_TOLERANCE``). That list is about four times the timed one, and the signals
+    that count or compare candidates take other values over it. A problem whose pick was not
+    timed has no known outcome and no row; each row starts with its problem's index in
+    ``records``."""
     network = FrozenTimingModel(model)
     hardware_of = timed_hardware(hardware)
     kinds = {config.kind for record in records for config in record.configs}
