@@ -23,6 +23,7 @@ from diode_backend.offline.validate import (
     validate,
 )
 from diode_backend.offline.plots import regret_figure, regret_ticks, write_plots
+from diode_backend.options import DiodeOptions
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 from diode_backend.scorer import Prediction
 
@@ -126,6 +127,44 @@ def test_figures_are_given_per_workload_class_and_family():
     assert report["calibration"]["trusted"]["top1_regret_worst"] == decode_figures["scorers"]["model"]["top1_regret"]["worst"]
 
 
+def test_the_confidence_is_judged_again_over_the_list_diode_ranks_at_compile_time():
+    problems = synthetic_problems(4, "validation")
+    untimed = KernelConfig("triton", "triton::mm", 256, 256, 64, 3, 8, 8)
+    assert untimed not in SPACE
+    slowest = {p.problem: p.configs[p.times_us.index(max(p.times_us))] for p in problems}
+    listed = []
+
+    class CompileTime(Oracle):
+        """Exact and sure over the timed candidates. Over the longer list: problem 0 picks the
+        untimed config, problem 1 its slowest timed one, both at 0.99; problems 2 and 3 pick
+        their fastest at 0.98 and 0.6."""
+
+        def predict(self, problem, configs, hardware):
+            if untimed not in configs:
+                return super().predict(problem, configs, hardware)
+            index = [p.problem for p in problems].index(problem)
+            favourite = {0: untimed, 1: slowest[problem]}.get(index)
+            times = [0.001 if c == favourite else t for c, t in zip(configs, (*self.times[problem], 1e6))]
+            return Prediction(tuple(times), confidence=(0.99, 0.99, 0.98, 0.6)[index])
+
+    def compile_time_list(problem, hardware):
+        listed.append(hardware)
+        return [*SPACE, untimed]
+
+    report = validate(CompileTime(problems), problems, H100, compile_time_candidates=compile_time_list)
+    assert report["calibration"]["ece"] == 0.0  # over the timed candidates the picks are exact
+    block = report["compile_time_calibration"]
+    # problem 0's compile-time pick was never timed: it is counted, not judged
+    assert (block["problems"], block["judged"]) == (4, 3)
+    assert [row["compile_time"] is None for row in report["per_problem"]] == [True, False, False, False]
+    one = problems[1]
+    assert report["per_problem"][1]["compile_time"] == {"confidence": 0.99, "top1_regret": max(one.times_us) / min(one.times_us)}
+    assert block["auroc"] == 0.0  # the one miss was the surest pick
+    assert block["trusted"] == {"threshold": DiodeOptions().diode_confidence_threshold, "problems": 2,
+                                "top1_regret_worst": max(one.times_us) / min(one.times_us)}  # fmt: skip
+    assert listed == [H100] * 4
+
+
 def test_each_problem_is_scored_under_its_own_tf32_rule():
     """Validation data of two TF32 rules: every scorer sees the hardware with the rule of the
     problem it scores, and the description it was given where a problem has none."""
@@ -151,6 +190,10 @@ def test_diode_train_then_validate(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     manifest = read_manifest(folder)
     assert (manifest.name, manifest.hardware, manifest.ops) == ("my-h100", (H100.name,), ("mm",))
+    manifest_path = folder / "manifest.json"
+    measured = json.loads(manifest_path.read_text())
+    measured["metrics"] = {"e2e_problems": 3, "top1_regret_geomean": 9.0}
+    manifest_path.write_text(json.dumps(measured))
     report_path = tmp_path / "report.json"
     assert main(["validate", str(folder), str(data), "--report", str(report_path), "--update-manifest"]) == 0
     out, err = capsys.readouterr()
@@ -161,6 +204,10 @@ def test_diode_train_then_validate(tmp_path, capsys):
     metrics = read_manifest(folder).metrics
     assert metrics["top1_regret_geomean"] == report["scorers"]["model"]["top1_regret"]["geomean"]
     assert metrics["validation_problems"] == 8
+    assert metrics["e2e_problems"] == 3  # a figure validate does not compute is kept
+    # judged again over Inductor's whole list, where the compile-time pick was timed
+    assert report["compile_time_calibration"]["problems"] == 8 and "confidence at compile time" in out
+    assert metrics.get("compile_time_judged") == report["compile_time_calibration"]["judged"]
 
 
 def test_strict_validation_fails_when_a_target_is_missed(tmp_path, capsys):

@@ -17,6 +17,12 @@ area under the ROC curve of "the confidence predicts a hit" (a hit: the top-1 pi
 :data:`~diode_backend.model.calibration.HIT_TOLERANCE` of the best). A scorer that scores none of a
 problem's candidates is charged ATen's time, which is what Inductor would run.
 
+DIODE ranks more at compile time than a problem's timed candidates: Inductor's whole list, about
+four times the collector's stratified sample. Given that list, the report adds
+``compile_time_calibration``: the model's confidence and pick over it, as DIODE computes them,
+judged where the pick was timed (the fastest timed candidate as the best), with the picks kept
+alone at the default threshold; the problems whose compile-time pick was not timed are counted.
+
 Every figure is given over all problems and again per workload class
 (:mod:`diode_backend.workload`) and per model family (:mod:`diode_backend.offline.families`): a model
 can be right on average and wrong on a whole kind of GEMM.
@@ -39,6 +45,7 @@ from ..analytical import AnalyticalScorer
 from .dataset import ProblemTimings, timed_hardware
 from .families import family_of
 from ..options import DiodeOptions
+from ..policy import rank_candidates
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
 from ..scorer import GemmScorer, Prediction
 from ..workload import WORKLOAD_CLASSES, workload_class
@@ -214,6 +221,34 @@ def reliability(confidences: Sequence[float], hits: Sequence[bool], bins: int = 
 # -- the report -----------------------------------------------------------------------------------
 
 
+def _compile_time_pick(
+    scorer: GemmScorer,
+    item: ProblemTimings,
+    candidates: Callable[[GemmProblem, HardwareInfo], Sequence[KernelConfig]],
+    hardware: HardwareInfo,
+) -> tuple[float, float] | None:
+    """The confidence of ``scorer``'s pick over the compile-time list of ``item``'s problem and
+    that pick's timed time over the fastest timed one; None where the pick was not timed or
+    there is no confidence."""
+    configs = list(candidates(item.problem, hardware))
+    ranking = rank_candidates(scorer, item.problem, configs, hardware)
+    if not ranking.order or ranking.confidence is None:
+        return None
+    time = dict(zip(item.configs, item.times_us)).get(configs[ranking.order[0]])
+    return None if time is None else (ranking.confidence, time / min(item.times_us))
+
+
+def _calibration_block(judged: Sequence[tuple[float, float]], problems: int) -> dict[str, Any]:
+    """Reliability of (confidence, pick over best) pairs, with the picks kept alone at the
+    default threshold, out of ``problems``."""
+    block: dict[str, Any] = {"problems": problems, "judged": len(judged)}
+    if judged:
+        block.update(reliability([c for c, _ in judged], [r <= 1 + HIT_TOLERANCE for _, r in judged]))
+    trusted = [r for c, r in judged if c >= TRUSTED]
+    block["trusted"] = {"threshold": TRUSTED, "problems": len(trusted), "top1_regret_worst": max(trusted, default=math.nan)}
+    return block
+
+
 def validate(
     scorer: GemmScorer,
     problems: Sequence[ProblemTimings],
@@ -221,6 +256,7 @@ def validate(
     *,
     train_problems: Sequence[ProblemTimings] = (),
     default_candidates: Callable[[GemmProblem], Sequence[KernelConfig]] | None = None,
+    compile_time_candidates: Callable[[GemmProblem, HardwareInfo], Sequence[KernelConfig]] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The validation report (JSON-ready) of ``scorer`` on ``problems``, each scored with
@@ -229,6 +265,8 @@ def validate(
     :param train_problems: the nearest-neighbour baseline's lookup table (omitted when empty).
     :param default_candidates: Inductor's DEFAULT candidate list for a problem (omitted when
         None); its best measured time is the baseline.
+    :param compile_time_candidates: the list DIODE ranks at compile time for a problem on a
+        hardware (omitted when None): ``compile_time_calibration``.
     :param progress: called as ``progress(done, total)`` after each problem.
     """
     problems = [p for p in problems if len(p.times_us) >= 2]
@@ -242,6 +280,7 @@ def validate(
     if default_candidates is not None:
         subsets["inductor_default"] = []
     coverage: list[float] = []
+    compile_time: list[tuple[float, float] | None] = []  # (confidence, pick over best) where the pick was timed
     rows = []
     hardware_of = timed_hardware(hardware)  # each problem is scored under its own TF32 rule
     for done, item in enumerate(problems, start=1):
@@ -263,6 +302,9 @@ def validate(
             subsets["inductor_default"].append(min(found, default=item.times_us[fallback]) / best)
             row["inductor_default_regret"] = subsets["inductor_default"][-1]
         row["aten_regret"] = subsets["aten"][-1]
+        if compile_time_candidates is not None:
+            compile_time.append(_compile_time_pick(scorer, item, compile_time_candidates, hardware_of(item)))
+            row["compile_time"] = None if compile_time[-1] is None else dict(zip(("confidence", "top1_regret"), compile_time[-1]))
         rows.append(row)
         if progress is not None:
             progress(done, len(problems))
@@ -288,6 +330,9 @@ def validate(
                 "problems": len(trusted),
                 "top1_regret_worst": max(trusted, default=math.nan),
             }
+        if compile_time:
+            judged = [compile_time[i] for i in indices if compile_time[i] is not None]
+            block["compile_time_calibration"] = _calibration_block(judged, len(indices))
         return block
 
     def grouped(keys: list[str], order: Sequence[str]) -> dict[str, Any]:

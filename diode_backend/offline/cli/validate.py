@@ -21,6 +21,9 @@ _MANIFEST_METRICS = (
     ("mape", ("scorers", "model", "mape")),
     ("calibration_ece", ("calibration", "ece")),
     ("confidence_auroc", ("calibration", "auroc")),
+    ("compile_time_calibration_ece", ("compile_time_calibration", "ece")),
+    ("compile_time_confidence_auroc", ("compile_time_calibration", "auroc")),
+    ("compile_time_judged", ("compile_time_calibration", "judged")),
     ("analytical_top1_regret_geomean", ("scorers", "analytical", "top1_regret", "geomean")),
     ("inductor_default_top1_regret_geomean", ("baselines", "inductor_default", "top1_regret", "geomean")),
     ("aten_top1_regret_geomean", ("baselines", "aten", "top1_regret", "geomean")),
@@ -64,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="datasets whose 'train' problems the nearest-neighbour baseline looks up (default: DATA)",
     )
-    parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list (imports Inductor)")
+    parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list and the confidence over the compile-time list (both import Inductor)")
     parser.add_argument("--report", type=Path, help="write the full JSON report here")
     parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib: pip install 'diode-backend[plots]')")
     parser.add_argument(
@@ -86,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from ..dataset import load_dataset
     from ..families import check_families, of_families, parse_families, without_families
     from ..train import inference_hardware
+    from ...options import DiodeOptions
     from ..validate import validate
     from . import CommandError, UsageError
 
@@ -119,15 +123,18 @@ def run(args: argparse.Namespace) -> int:
         if not problems:
             raise UsageError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
         train_problems = without_families(train_problems, families)
-    default_candidates = None
+    default_candidates = compile_time_candidates = None
     if not args.no_default_baseline:
 
         def default_candidates(problem):
             return registry.candidate_configs(problem, hardware, "DEFAULT") or []
 
+        def compile_time_candidates(problem, timed_on):
+            return registry.candidate_configs(problem, timed_on, DiodeOptions().diode_search_space) or []
+
     report = validate(
         scorer, problems, hardware, train_problems=train_problems, default_candidates=default_candidates,
-        progress=_progress if sys.stderr.isatty() else None,
+        compile_time_candidates=compile_time_candidates, progress=_progress if sys.stderr.isatty() else None,
     )  # fmt: skip
     report["model"] = {
         "name": entry.name,
@@ -173,6 +180,15 @@ def print_summary(report: dict[str, Any]) -> None:
             f"confidence: mean {_figure(calibration['mean_confidence'], 3)}, hit rate {_figure(calibration['hit_rate'], 3)}, "
             f"ECE {_figure(calibration['ece'], 3)}, AUROC {_figure(calibration['auroc'], 3)}; {trusted['problems']} "
             f"at confidence >= {trusted['threshold']}, worst top-1 {_figure(trusted['top1_regret_worst'], 3)}"
+        )
+    compile_time = report.get("compile_time_calibration")
+    if compile_time:
+        trusted = compile_time["trusted"]
+        print(
+            f"confidence at compile time (over Inductor's whole list; judged where the pick was timed, "
+            f"{compile_time['judged']} of {compile_time['problems']}): ECE {_figure(compile_time.get('ece'), 3)}, "
+            f"AUROC {_figure(compile_time.get('auroc'), 3)}; {trusted['problems']} at confidence >= {trusted['threshold']}, "
+            f"worst top-1 {_figure(trusted['top1_regret_worst'], 3)}"
         )
     print_groups("workload class", report["by_class"])
     print_groups("family", report["by_family"])
@@ -247,7 +263,10 @@ def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
     # a figure that is not a number (no misses, so no AUROC) is left out rather than written as NaN
     metrics = {name: _lookup(report, list(path)) for name, path in _MANIFEST_METRICS}
     metrics["validation_problems"] = report["problems"]
-    write_manifest(dataclasses.replace(manifest, metrics={k: v for k, v in metrics.items() if v is not None and v == v}), folder)
+    # figures validate does not compute (end to end ones, say) stay as they were
+    kept = {k: v for k, v in manifest.metrics.items() if k not in metrics}
+    written = {k: v for k, v in metrics.items() if v is not None and v == v}
+    write_manifest(dataclasses.replace(manifest, metrics={**kept, **written}), folder)
 
 
 def _lookup(data: Any, path: list[str]) -> Any:
