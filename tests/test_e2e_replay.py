@@ -42,7 +42,8 @@ def result() -> dict:
     return {"modes": {"diode_pick": {}, "diode_fast": {}, "max_autotune_default": {}}, "rows": rows}
 
 
-NEW = [0.98, 0.96, 0.90, 0.40]
+#: the new confidences: the first two over any default threshold, the others under
+NEW = [0.999, 0.998, 0.90, 0.40]
 
 
 def test_each_row_takes_the_measured_figures_its_new_decision_would_have_run(replay, result):
@@ -55,7 +56,7 @@ def test_each_row_takes_the_measured_figures_its_new_decision_would_have_run(rep
     assert by_name["trusted by neither"]["diode_fast"]["compile_s"] == 2.0
     assert by_name["trusted by neither"]["diode_fast"]["replayed_from"] == "diode_fast"
     # the single pick carries the new confidence; the run's defaults stay in the row
-    assert by_name["trusted by the new only"]["diode_pick"]["diode"]["decision"]["confidence"] == 0.96
+    assert by_name["trusted by the new only"]["diode_pick"]["diode"]["decision"]["confidence"] == 0.998
     assert by_name["trusted by the new only"]["diode_fast_old"]["runtime_us"] == 10.0
     assert result["rows"][1]["modes"]["diode_fast"]["runtime_us"] == 10.0  # the run is not changed
 
@@ -63,7 +64,7 @@ def test_each_row_takes_the_measured_figures_its_new_decision_would_have_run(rep
 def test_a_replayed_row_keeps_the_run_s_fastest_mode_as_its_reference(replay, result):
     import e2e_report
 
-    replayed, _ = replay.replayed_result(result, NEW, 0.95)
+    replayed, _ = replay.replayed_result(result, NEW, e2e_report.THRESHOLD)  # the threshold the report counts at
     out = e2e_report.report(replayed)
     # "trusted by the new only": 13 over the run's 10, which its old defaults measured
     assert out["modes"]["diode_fast"]["run"]["worst"] == pytest.approx(13.0 / 10.0)
