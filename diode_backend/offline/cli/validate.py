@@ -266,7 +266,7 @@ def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
     # figures validate does not compute (end to end ones, say) stay as they were
     kept = {k: v for k, v in manifest.metrics.items() if k not in metrics}
     written = {k: v for k, v in metrics.items() if v is not None and v == v}
-    write_manifest(dataclasses.replace(manifest, metrics={**kept, **written}), folder)
+    write_manifest(dataclasses.replace(manifest, metrics={**written, **kept}), folder)
 
 
 def _lookup(data: Any, path: list[str]) -> Any:
