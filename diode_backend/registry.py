@@ -12,6 +12,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from . import plugins
+from .options import DiodeOptions
 from .problem import GemmProblem, HardwareInfo, KernelConfig
 from .scorer import GemmScorer, ScorerEntry
 
@@ -100,3 +101,9 @@ def candidate_configs(problem: GemmProblem, hardware: HardwareInfo, search_space
     asked once), or None when no plugin offers any."""
     configs = plugins.call_first("diode_candidate_configs", problem=problem, hardware=hardware, search_space=search_space)
     return list(configs) if configs else None
+
+
+def compile_time_configs(problem: GemmProblem, hardware: HardwareInfo) -> list[KernelConfig]:
+    """What DIODE ranks for ``problem`` at compile time with the default ``diode_search_space``
+    (:func:`candidate_configs`); empty when no plugin offers any."""
+    return candidate_configs(problem, hardware, DiodeOptions().diode_search_space) or []

@@ -41,7 +41,6 @@ from ..model.checkpoint import load_checkpoint
 from ..model.hit_model import fit_hit_model, pick_signals
 from ..model.network import FrozenTimingModel, TimingModel
 from ..model.novelty import nearest_distance
-from ..options import DiodeOptions
 from ..problem import HardwareInfo
 from ..workload import workload_class
 from .dataset import ProblemTimings, timed_hardware
@@ -89,7 +88,7 @@ def compile_time_signals(
 ) -> list[tuple[int, list[float], float]]:
     """Each of ``records`` ranked by ``model`` as DIODE ranks it at compile time: over the
     candidates Inductor offers for the default ``diode_search_space``
-    (``registry.candidate_configs``, under the TF32 rule the problem was timed with) of the kinds
+    (``registry.compile_time_configs``, under the TF32 rule the problem was timed with) of the kinds
     ``records`` timed (those the model learnt), the hit model's signals of the pick, with the
     distance to ``support``, and the pick's time over the fastest timed candidate's (a hit
     within ``1 + HIT_TOLERANCE``). That list is about four times the timed one, and the signals
@@ -99,12 +98,10 @@ def compile_time_signals(
     network = FrozenTimingModel(model)
     hardware_of = timed_hardware(hardware)
     kinds = {config.kind for record in records for config in record.configs}
-    search_space = DiodeOptions().diode_search_space
     rows = []
     for index, record in enumerate(records):
         problem, timed_on = record.problem, hardware_of(record)
-        offered = registry.candidate_configs(problem, timed_on, search_space) or []
-        configs = [config for config in offered if config.kind in kinds]
+        configs = [config for config in registry.compile_time_configs(problem, timed_on) if config.kind in kinds]
         if not configs:
             continue
         with torch.inference_mode():

@@ -37,13 +37,13 @@ from .validate import spread
 def runtime_ranking(scorer: GemmScorer, problem: GemmProblem, hardware: HardwareInfo) -> tuple[list[KernelConfig], Ranking]:
     """The candidates DIODE ranks for ``problem`` at compile time and ``scorer``'s ranking of
     them, computed on the CPU as ``diode predict`` does: Inductor's whole list for the default
-    ``diode_search_space`` (``registry.candidate_configs``) ranked by ``policy.rank_candidates``.
+    ``diode_search_space`` (``registry.compile_time_configs``) ranked by ``policy.rank_candidates``.
     ``hardware``'s ``triton_tf32_rule`` should be the one the GEMM compiles under.
 
     :raises ValueError: when no plugin offers candidates for ``problem``.
     """
-    configs = registry.candidate_configs(problem, hardware, DiodeOptions().diode_search_space)
-    if configs is None:
+    configs = registry.compile_time_configs(problem, hardware)
+    if not configs:
         raise ValueError(f"no plugin offers candidates for {problem.describe()}")
     return configs, rank_candidates(scorer, problem, configs, hardware)
 

@@ -238,10 +238,10 @@ def _compile_time_pick(
     return None if time is None else (ranking.confidence, time / min(item.times_us))
 
 
-def _calibration_block(judged: Sequence[tuple[float, float]], problems: int) -> dict[str, Any]:
-    """Reliability of (confidence, pick over best) pairs, with the picks kept alone at the
-    default threshold, out of ``problems``."""
-    block: dict[str, Any] = {"problems": problems, "judged": len(judged)}
+def _calibration_block(judged: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """Reliability of (confidence, pick over best) pairs, and the picks fast_autotune with the
+    default threshold compiles alone, unbenchmarked."""
+    block: dict[str, Any] = {}
     if judged:
         block.update(reliability([c for c, _ in judged], [r <= 1 + HIT_TOLERANCE for _, r in judged]))
     trusted = [r for c, r in judged if c >= TRUSTED]
@@ -320,19 +320,12 @@ def validate(
         if coverage:
             block["baselines"]["inductor_default"]["measured_fraction"] = statistics.fmean(coverage[i] for i in indices)
         model = [scores["model"][i] for i in indices]
-        confident = [(s.confidence, s.regrets[1] <= 1 + HIT_TOLERANCE) for s in model if s.confidence is not None]
+        confident = [(s.confidence, s.regrets[1]) for s in model if s.confidence is not None]
         if confident:
-            block["calibration"] = reliability([c for c, _ in confident], [h for _, h in confident])
-            # what fast_autotune with the default threshold compiles alone, unbenchmarked
-            trusted = [s.regrets[1] for s in model if s.confidence is not None and s.confidence >= TRUSTED]
-            block["calibration"]["trusted"] = {
-                "threshold": TRUSTED,
-                "problems": len(trusted),
-                "top1_regret_worst": max(trusted, default=math.nan),
-            }
+            block["calibration"] = _calibration_block(confident)
         if compile_time:
             judged = [compile_time[i] for i in indices if compile_time[i] is not None]
-            block["compile_time_calibration"] = _calibration_block(judged, len(indices))
+            block["compile_time_calibration"] = {"problems": len(indices), "judged": len(judged), **_calibration_block(judged)}
         return block
 
     def grouped(keys: list[str], order: Sequence[str]) -> dict[str, Any]:

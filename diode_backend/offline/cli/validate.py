@@ -89,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
     from ..dataset import load_dataset
     from ..families import check_families, of_families, parse_families, without_families
     from ..train import inference_hardware
-    from ...options import DiodeOptions
     from ..validate import validate
     from . import CommandError, UsageError
 
@@ -129,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
         def default_candidates(problem):
             return registry.candidate_configs(problem, hardware, "DEFAULT") or []
 
-        def compile_time_candidates(problem, timed_on):
-            return registry.candidate_configs(problem, timed_on, DiodeOptions().diode_search_space) or []
+        compile_time_candidates = registry.compile_time_configs
 
     report = validate(
         scorer, problems, hardware, train_problems=train_problems, default_candidates=default_candidates,
