@@ -4,6 +4,7 @@ Inductor gets the fastest alone. Failures are injected into the real choice obje
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import statistics
 import os
@@ -187,6 +188,22 @@ def test_a_candidate_failing_to_compile_is_dropped_and_counted(unsure, benchmark
     measured_us = diode_backend.stats()["recent_decisions"][-1]["measured_us"]
     assert measured_us["aten::bias_addmm"] is None and measured_us["aten::addmm"] > 0  # the failure shown
     assert diode_backend.get_prediction_stats()["measure_failed_candidates"] == 1
+
+
+def test_a_candidate_failing_to_compile_in_inductors_workers_is_dropped_not_compiled_again(unsure, benchmarked, monkeypatch):
+    """Triton templates compile in Inductor's compile workers on a CUDA device (none here): a
+    failed worker compile stands in for one, whose choice is then not compiled in this process."""
+    failed = concurrent.futures.Future()
+    failed.set_exception(RuntimeError("out of shared memory"))
+    monkeypatch.setattr(compat, "compile_in_workers", lambda choice: failed if choice.choice.name == "bias_addmm" else None)
+    compiled_here = []
+    monkeypatch.setattr(ExternKernelCaller, "precompile", lambda choice: compiled_here.append(choice.choice.name), raising=False)
+    args = biased_inputs()
+    out, code = compile_code(biased_addmm, args, **UNSURE, diode_model=unsure)
+    torch.testing.assert_close(out, biased_addmm(*args))
+    assert "extern_kernels.addmm(" in code and benchmarked == [] and compiled_here == ["addmm"]
+    assert counters()["measure_failed_candidates"] == 1
+    assert diode_backend.stats()["recent_decisions"][-1]["measured_us"]["aten::bias_addmm"] is None
 
 
 def test_a_candidate_failing_to_run_is_dropped_and_counted(unsure, benchmarked, monkeypatch):

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -103,6 +104,37 @@ def _compile_in_new_process(tmp_path, run: str, threshold: float, script: str = 
     done = subprocess.run([sys.executable, "-c", script, str(threshold)], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_triton_candidates_compile_in_inductors_workers_once_they_are_ready(benchmarked, monkeypatch):
+    from torch._inductor.async_compile import AsyncCompile
+
+    from diode_backend.inductor import compat
+
+    deadline = time.monotonic() + 120
+    while not AsyncCompile.use_process_pool():
+        assert time.monotonic() < deadline, "Inductor's compile workers did not start in 120 s"
+        time.sleep(0.2)
+    started = []
+    real = compat.compile_in_workers
+
+    def spy(choice):
+        future = real(choice)
+        started.append((type(choice).__name__, future is not None))
+        return future
+
+    monkeypatch.setattr(compat, "compile_in_workers", spy)
+    a = torch.randn(1000, 3000, device="cuda", dtype=torch.float16)
+    b = torch.randn(3000, 700, device="cuda", dtype=torch.float16)
+    with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", force_disable_caches=True,
+                      fast_autotune=True, diode_confidence_threshold=1.0):  # fmt: skip
+        out = torch.compile(torch.mm)(a, b)
+    torch.testing.assert_close(out, a @ b, atol=5e-2, rtol=2e-2)
+    assert benchmarked == [] and diode_backend.stats()["counters"]["measured_decisions"] == 1
+    assert {("TritonTemplateCaller", True), ("ExternKernelCaller", False)} <= set(started)
+    assert ("TritonTemplateCaller", False) not in started
+    measured_us = diode_backend.stats()["recent_decisions"][-1]["measured_us"]
+    assert all(us is not None for us in measured_us.values()), measured_us
 
 
 def test_a_second_process_compiles_the_measured_kernel_without_measuring(tmp_path):

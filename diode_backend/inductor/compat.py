@@ -160,6 +160,31 @@ def run_callable(choice: Any, autotune_args: Any) -> tuple[Any, Any]:
     return run, getattr(choice.bmreq, "cleanup_run_fn", lambda: None)
 
 
+def compile_in_workers(choice: Any) -> Any:
+    """Start compiling a Triton template choice for a CUDA device in Inductor's compile worker
+    processes, as Inductor's own precompilation does: the future of that compile (the kernel
+    then lands in Triton's cache, where the choice's own ``precompile`` finds it), or None where
+    the workers are not ready (``compile_threads`` 1, still starting) or the choice is of another
+    kind (ATen, decompose-k, a CPU Triton template).
+
+    torch 2.11 and 2.13 alike: ``AsyncCompile.use_process_pool()``, then
+    ``AsyncCompile().triton(kernel_name=bmreq.kernel_name, source_code=<bmreq.module_path's
+    text>).future`` for a ``TritonTemplateCaller`` whose ``bmreq`` is a
+    ``TritonGPUBenchmarkRequest`` (``select_algorithm``'s ``make_precompile_fn``).
+    """
+    from torch._inductor.async_compile import AsyncCompile
+    from torch._inductor.autotune_process import TritonGPUBenchmarkRequest
+    from torch._inductor.select_algorithm import TritonTemplateCaller
+
+    if not isinstance(choice, TritonTemplateCaller) or not isinstance(choice.bmreq, TritonGPUBenchmarkRequest):
+        return None
+    if not AsyncCompile.use_process_pool():
+        return None
+    with open(choice.bmreq.module_path) as module:
+        source = module.read()
+    return getattr(AsyncCompile().triton(kernel_name=choice.bmreq.kernel_name, source_code=source), "future", None)
+
+
 def runs_as_cuda_graph() -> bool:
     """Whether the graph being compiled will run as CUDA-graph replays: Inductor's
     ``triton.cudagraphs``, which ``mode="max-autotune"`` turns on and

@@ -1,9 +1,10 @@
 """DIODE measures the choices it kept itself, so Inductor compiles one and benchmarks nothing.
 
 Inductor's own benchmarker times each choice alone, host launch time included, and so prefers
-Triton kernels where cuBLAS is faster. Here the kept choices are precompiled in parallel (each
-choice's ``precompile``, as Inductor's own precompilation does), run once on the example tensors
-Inductor would benchmark them with, then timed by :mod:`diode_backend.timing`: on a CUDA device by
+Triton kernels where cuBLAS is faster. Here the kept choices are precompiled in parallel (Triton
+templates in Inductor's compile workers, then each choice's ``precompile``, as Inductor's own
+precompilation does), run once on the example tensors Inductor would benchmark them with, then
+timed by :mod:`diode_backend.timing`: on a CUDA device by
 CUDA-graph replay of L2-flushed runs, on the CPU by the host's clock; median of round-robin runs.
 A choice of several kernels (decompose-k: a batched product, then a reduction) reads faster
 replayed than it runs launched one by one, because a replayed graph hides the GPU's cost of each
@@ -18,6 +19,7 @@ compile or run is dropped.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import math
@@ -95,15 +97,27 @@ def measure_choices(choices: Sequence[Any], input_nodes: Any, layout: Any, input
 
 
 def _precompile(choices: Sequence[Any]) -> list[int]:
-    """Compile every choice in parallel threads; the indices of those that compiled."""
+    """Compile every choice; the indices of those that compiled. Triton templates compile first
+    in Inductor's compile workers where they are ready (:func:`compat.compile_in_workers`: the
+    threads of this process take turns holding the GIL, so they compile a few kernels at a time
+    at best); then every choice's own ``precompile`` runs in parallel threads, which for those
+    loads the kernel from Triton's cache. A choice whose compile in the workers failed or did not
+    end within Inductor's ``precompilation_timeout_seconds`` is not compiled again."""
+    from torch._inductor import config
+
+    in_workers = {i: future for i, choice in enumerate(choices) if (future := compat.compile_in_workers(choice)) is not None}
+    done, _ = concurrent.futures.wait(in_workers.values(), timeout=getattr(config, "precompilation_timeout_seconds", None))
+    failed = {i for i, future in in_workers.items() if future not in done or future.exception() is not None}
+
     def compile_one(choice: Any) -> None:
         precompile = getattr(choice, "precompile", None)
         if precompile is not None:
             precompile()
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(choices), os.cpu_count() or 1))) as pool:
-        futures = [pool.submit(compile_one, choice) for choice in choices]
-    return [i for i, future in enumerate(futures) if future.exception() is None]
+    left = [i for i in range(len(choices)) if i not in failed]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(left), os.cpu_count() or 1))) as pool:
+        futures = {i: pool.submit(compile_one, choices[i]) for i in left}
+    return [i for i, future in futures.items() if future.exception() is None]
 
 
 @contextlib.contextmanager
