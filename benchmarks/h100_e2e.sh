@@ -6,7 +6,8 @@
 # part:
 # 1. benchmarks/e2e_validation.py, every mode (or MODES) side by side, continuing
 #    $RESUME/parts/eI.json when it exists (carry $RESUME to the GPU machine), until SECONDS
-#    less WARM_S (default 170), the time kept for step 2;
+#    less WARM_S (default 170), the time kept for step 2, and less 30 s for its imports and the
+#    merge of the parts at the end;
 # 2. the same script with --warm-from: the problems this call added compiled again in a new
 #    process with this call's DIODE prediction cache and Triton kernel cache (Inductor's caches
 #    off), continuing $RESUME/parts/wI.json. Earlier calls' caches are gone with their machine,
@@ -36,7 +37,7 @@ part() {  # part I: cold, then this call's rows warm
   local earlier=/tmp/e2e-earlier-$$-$i.json
   [ -f "$parts/e$i.json" ] && cp "$parts/e$i.json" "$earlier"
   $cpus python3 $e2e $data --families held-out --modes "$MODES" --shard "$i/$SHARDS" \
-    --resume --budget-s $((budget - WARM_S)) --out "$parts/e$i.json" > "$parts/e$i.log" 2>&1
+    --resume --budget-s $((budget - WARM_S - 30)) --out "$parts/e$i.json" > "$parts/e$i.log" 2>&1
   echo "part $i cold rc=$? at ${SECONDS}s"
   [ "$WARM_S" -gt 0 ] || return 0
   python3 - "$earlier" "$parts/e$i.json" "$parts/c$i.json" <<'PY'

@@ -83,3 +83,11 @@ def test_merge_refuses_parts_that_overlap_or_differ(scripts, data, tmp_path, cap
             merger.main([str(tmp_path / "merged.json"), *(str(tmp_path / n) for n in names)])
         assert message in capsys.readouterr().err
     assert not (tmp_path / "merged.json").exists()
+
+
+def test_a_run_starts_no_problem_the_slowest_so_far_would_take_past_its_budget(scripts):
+    e2e, _ = scripts
+    assert not e2e.out_of_budget(10.0, 0.0, 25.0)  # the first problem always starts within the budget
+    assert e2e.out_of_budget(20.0, 10.0, 25.0)  # before: it started, and ended 5 s past the budget
+    assert not e2e.out_of_budget(14.0, 10.0, 25.0)
+    assert e2e.out_of_budget(26.0, 0.0, 25.0)
