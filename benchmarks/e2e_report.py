@@ -15,8 +15,11 @@ Reported per mode and reference: geometric mean, 90th percentile and worst; comp
 workload class for the single pick (``diode_pick``) and the defaults (``diode_fast``); the
 defaults against max-autotune DEFAULT row by row; the defaults' rows over
 :data:`WORST_BOUND`; the single picks kept at or above the default confidence threshold that run
-over :data:`TRUSTED_BOUND`; and the AUROC of the single pick's confidence predicting a hit
-(within ``1 + calibration.HIT_TOLERANCE`` of the reference), with ``calibration.auroc``.
+over :data:`TRUSTED_BOUND`; the AUROC of the single pick's confidence predicting a hit
+(within ``1 + calibration.HIT_TOLERANCE`` of the reference), with ``calibration.auroc``; and the
+defaults' compile time by what they did (kept one alone or measured) and the kind of kernel that
+won (``aten``, ``triton``, or the choice's name for another): a Triton winner is compiled once
+more for the graph after DIODE measured it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -77,6 +81,30 @@ def confidence(figures: dict) -> float | None:
     return decision.get("confidence")
 
 
+def winner_kind(pick: str) -> str:
+    """``aten`` or ``triton`` for a DIODE config's description (``aten::mm``, ``triton::mm 64x64x32
+    ...``), else the description itself (decompose-k, ...)."""
+    kind, _, _ = pick.partition("::")
+    return kind if kind in ("aten", "triton") else pick
+
+
+def compile_breakdown(rows: list[dict]) -> dict:
+    """The defaults' compile time by ``alone`` / ``measured`` and :func:`winner_kind` of the pick:
+    rows, total and median seconds."""
+    groups: dict[str, list[float]] = {}
+    for row in rows:
+        figures = row["modes"].get(DEFAULTS, {})
+        decision = (figures.get("diode") or {}).get("decision")
+        if "compile_s" not in figures or not decision:
+            continue
+        how = "measured" if len(decision.get("measured_us") or {}) > 1 else "alone"
+        groups.setdefault(f"{how} {winner_kind(decision['pick'])}", []).append(figures["compile_s"])
+    return {
+        name: {"rows": len(seconds), "total_s": sum(seconds), "median_s": statistics.median(seconds)}
+        for name, seconds in sorted(groups.items())
+    }
+
+
 def report(result: dict) -> dict:
     rows = result["rows"]
     modes = [m for m in result["modes"] if m != e2e_validation.CONTROL]
@@ -103,6 +131,7 @@ def report(result: dict) -> dict:
         c: {mode: {ref: spread([r for row, r in ratios(rows, mode, ref) if row["workload_class"] == c]) for ref in REFERENCES} for mode in (SINGLE_PICK, DEFAULTS)}
         for c in classes
     }
+    out["defaults_compile"] = compile_breakdown(rows)
     out["defaults_over_bound"] = {
         ref: [{"problem": row["describe"], "family": row["family"], "ratio": r} for row, r in ratios(rows, DEFAULTS, ref) if r > WORST_BOUND]
         for ref in REFERENCES

@@ -78,3 +78,26 @@ def test_the_run_s_tf32_rule_is_one_rule(replay):
     assert replay.run_tf32_rule({"parts": parts}) == "always"
     with pytest.raises(ValueError, match="disagree"):
         replay.run_tf32_rule({"parts": parts + [{"environment": {"triton_tf32_rule": "size"}}]})
+
+
+def test_the_report_splits_the_defaults_compile_time_by_what_they_did_and_who_won(benchmark_scripts):
+    (report,) = benchmark_scripts("e2e_report")
+
+    def decided(pick_name: str, compile_s: float, measured: dict | None) -> dict:
+        decision = {"pick": pick_name, "confidence": 0.5, "measured_us": measured}
+        return {"describe": pick_name, "family": "f", "workload_class": "decode", "best_measured_us": 1.0,
+                "modes": {"diode_fast": {"runtime_us": 1.0, "compile_s": compile_s, "diode": {"decision": decision}}}}  # fmt: skip
+
+    rows = [
+        decided("aten::mm", 0.1, None),
+        decided("aten::mm", 0.3, {"aten::mm": 5.0}),  # one measured is a pick kept alone
+        decided("triton::mm 64x64x32 s3 w4 g8", 1.5, {"aten::mm": 6.0, "triton::mm 64x64x32 s3 w4 g8": 5.0}),
+        decided("triton::mm 64x64x32 s3 w4 g8", 1.0, {"aten::mm": 6.0, "triton::mm 64x64x32 s3 w4 g8": 5.0}),
+        decided("decompose_k 8", 2.0, {"aten::mm": 6.0, "decompose_k 8": 5.0}),
+        {"describe": "failed", "family": "f", "workload_class": "decode", "best_measured_us": 1.0, "modes": {"diode_fast": {"error": "x"}}},
+    ]
+    assert report.compile_breakdown(rows) == {
+        "alone aten": {"rows": 2, "total_s": pytest.approx(0.4), "median_s": pytest.approx(0.2)},
+        "measured decompose_k 8": {"rows": 1, "total_s": 2.0, "median_s": 2.0},
+        "measured triton": {"rows": 2, "total_s": 2.5, "median_s": pytest.approx(1.25)},
+    }
