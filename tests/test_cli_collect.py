@@ -92,6 +92,23 @@ def test_sweep_dry_run_plans_for_named_hardware_without_a_gpu(capsys, tmp_path):
     assert code != 0 and "use it with --dry-run" in err
 
 
+def test_sweep_dry_run_plans_the_listed_configs_and_names_a_problem_that_lists_none(capsys, tmp_path):
+    from diode_backend import catalog
+    from diode_backend.offline.collect import plan
+
+    named = shapes.expand("x", [(1024, 1024, 1024), (64, 4096, 4096)], dtype="bfloat16")
+    triton = [c for c in plan.candidate_configs(named[0][1], catalog.resolve_hardware("h100")) if c.kind == "triton"]
+    shapes.to_json(named, tmp_path / "picks.json", "picks", configs={p: triton[:3] for _, p in named})
+    code, out, err = run(capsys, "collect", "sweep", "--dry-run", "--hardware", "h100", "--space", "listed",
+                         str(tmp_path / "picks.json"), "-o", str(tmp_path / "d"))  # fmt: skip
+    assert code == 0, err
+    assert out.splitlines()[1] == "  train on listed: 2 problems, 8 pairs"  # ATen and three tiles each
+    shapes.to_json(named, tmp_path / "some.json", "some", configs={named[0][1]: triton[:3]})
+    code, _, err = run(capsys, "collect", "sweep", "--dry-run", "--hardware", "h100", "--space", "listed",
+                       str(tmp_path / "some.json"), "-o", str(tmp_path / "d"))  # fmt: skip
+    assert code != 0 and "mm 64x4096x4096 bfloat16" in err and "lists none" in err and "Traceback" not in err
+
+
 def test_feedback_records_a_scripts_compiles(capsys, tmp_path, isolated_caches):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 
+import pytest
 import torch
 
 from diode_backend import registry
@@ -99,3 +101,24 @@ def test_default_space_is_aten_and_inductors_default_configs_alone():
     assert len([c for c in space if c.kind == "aten"]) == 2  # addmm and bias_addmm
     assert [c for c in planned.configs if c.kind == "triton"] == default and 5 < len(default) < 30
     assert planned.space == "default"
+
+
+def test_listed_space_is_aten_and_the_configs_the_list_names_for_each_problem(tmp_path):
+    problem = GemmProblem("addmm", 41, 613, 666, dtype="float32", b_layout="col", bias="row")
+    other = GemmProblem("mm", 64, 64, 64, dtype="bfloat16")
+    space = plan.candidate_configs(problem, H100)
+    triton = [c for c in space if c.kind == "triton"]
+    named = [("x", problem), ("y", other)]
+    shapes.to_json(named, tmp_path / "picks.json", "picks", configs={problem: (triton[7], triton[2])})
+    assert shapes.from_json(tmp_path / "picks.json") == named  # the configs ride along
+    listed = shapes.listed_configs(tmp_path / "picks.json")
+    assert listed == {problem: (triton[7], triton[2])}
+
+    (planned,) = plan.plan(named[:1], H100, split="train", space="listed", listed=listed)
+    assert planned.configs == (*[c for c in space if c.kind == "aten"], triton[2], triton[7])  # the space's order
+    assert planned.space == "listed"
+    with pytest.raises(ValueError, match="lists none"):
+        plan.plan(named, H100, split="train", space="listed", listed=listed)
+    foreign = dataclasses.replace(triton[0], block_m=48)
+    with pytest.raises(ValueError, match=r"not in its candidate space: triton::mm 48x"):
+        plan.plan(named[:1], H100, split="train", space="listed", listed={problem: (foreign,)})

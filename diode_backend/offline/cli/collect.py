@@ -84,7 +84,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="sample/4",
         choices=SPACES,
         help="for PROBLEMS: Inductor's whole EXHAUSTIVE space per shape, its stratified "
-        "quarter, that quarter plus Inductor's DEFAULT configs, or the DEFAULT configs alone (ATen always)",
+        "quarter, that quarter plus Inductor's DEFAULT configs, the DEFAULT configs alone, or the Triton configs "
+        "each problem's entry lists ('configs') (ATen always)",
     )
     sweep.add_argument(
         "--validation",
@@ -248,9 +249,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         hardware = hardware_of(f"cuda:{rank.local_rank}")
     validation = [item for path in args.validation for item in shapes.from_json(path)]
     named = [item for path in args.problems for item in shapes.from_json(path)]
-    planned = plan.plan(validation, hardware, split="validation", space=args.validation_space)
-    held = {p.problem for p in planned}  # a problem is never in both splits
-    planned += plan.plan([(g, p) for g, p in named if p not in held], hardware, split=args.split, space=args.space)
+    listed = {p: c for path in [*args.validation, *args.problems] for p, c in shapes.listed_configs(path).items()}
+    try:
+        planned = plan.plan(validation, hardware, split="validation", space=args.validation_space, listed=listed)
+        held = {p.problem for p in planned}  # a problem is never in both splits
+        planned += plan.plan([(g, p) for g, p in named if p not in held], hardware, split=args.split, space=args.space, listed=listed)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     pairs = sum(len(p.configs) for p in planned)
     if args.dry_run:
         print(f"plan for {hardware.name}: {len(planned)} problems, {pairs:,} pairs")

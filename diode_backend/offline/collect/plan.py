@@ -4,22 +4,25 @@ The candidate space of a problem comes from the ``diode_candidate_configs`` hook
 answer: Inductor's EXHAUSTIVE space for the shape plus ATen). A problem is timed on the
 ``exhaustive`` space, on ``sample/4``: ATen plus the stratified quarter of the Triton configs
 chosen by :func:`stratified_quarter`, on ``sample/4+default``: that quarter plus Inductor's
-max-autotune DEFAULT configs for the shape, so that what DEFAULT would pick is measured too, or on
+max-autotune DEFAULT configs for the shape, so that what DEFAULT would pick is measured too, on
 ``default``: ATen and the DEFAULT configs alone, a twentieth of the compiles of ``sample/4`` for
-plans that target ATen's calls or what Inductor itself would run (each problem compiles its
-own Triton kernels, so the space sets a collection's cost).
+plans that target ATen's calls or what Inductor itself would run, or on ``listed``: ATen and the
+Triton configs the problem list names for the problem (each problem compiles its own Triton
+kernels, so the space sets a collection's cost). ``listed`` times chosen candidates of problems
+timed before, side by side in one session: a model's pick that was never timed, beside the
+fastest candidate known, so that whether the pick is a hit is judged on one day's timings.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...problem import KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
 from .shapes import Named
 
-SPACES = ("exhaustive", "sample/4", "sample/4+default", "default")
+SPACES = ("exhaustive", "sample/4", "sample/4+default", "default", "listed")
 # Index of each value in Inductor's exhaustive lists (warps 1 appears after Inductor clamps
 # warps to the tile): the sample is balanced over each parameter and each pair of parameters.
 _BLOCKS = {16: 0, 32: 1, 64: 2, 128: 3, 256: 4}
@@ -81,8 +84,16 @@ def candidate_configs(problem: GemmProblem, hardware: HardwareInfo) -> list[Kern
     return configs
 
 
-def plan(named: Iterable[Named], hardware: HardwareInfo, *, split: str, space: str) -> list[PlannedProblem]:
-    """Plan ``named`` problems (duplicates dropped) on ``space`` for ``split``."""
+def plan(
+    named: Iterable[Named], hardware: HardwareInfo, *, split: str, space: str,
+    listed: Mapping[GemmProblem, Sequence[KernelConfig]] | None = None,
+) -> list[PlannedProblem]:  # fmt: skip
+    """Plan ``named`` problems (duplicates dropped) on ``space`` for ``split``; on ``listed``,
+    ``listed`` names each problem's Triton configs (:func:`shapes.listed_configs`).
+
+    :raises ValueError: an unknown space; on ``listed``, a problem with no configs listed or a
+        listed config outside its shape's space.
+    """
     if space not in SPACES:
         raise ValueError(f"space must be one of {SPACES}, not {space!r}")
     planned, seen = [], set()
@@ -97,8 +108,21 @@ def plan(named: Iterable[Named], hardware: HardwareInfo, *, split: str, space: s
             configs = with_default(problem, hardware, stratified_quarter(configs))
         elif space == "default":
             configs = with_default(problem, hardware, [c for c in configs if c.kind != KIND_TRITON])
+        elif space == "listed":
+            configs = _listed(problem, configs, (listed or {}).get(problem, ()))
         planned.append(PlannedProblem(problem, tuple(configs), split, generator, space))
     return planned
+
+
+def _listed(problem: GemmProblem, space: Sequence[KernelConfig], listed: Sequence[KernelConfig]) -> list[KernelConfig]:
+    """ATen's candidates of ``space`` and the Triton configs ``listed``, in ``space``'s order."""
+    if not listed:
+        raise ValueError(f"{problem.describe()}: the space 'listed' times the configs in each problem's entry ('configs'), and this one lists none")
+    outside = [c.describe() for c in listed if c not in space]
+    if outside:
+        raise ValueError(f"{problem.describe()}: listed configs not in its candidate space: {', '.join(outside)}")
+    wanted = set(listed)
+    return [c for c in space if c.kind != KIND_TRITON or c in wanted]
 
 
 def split_problems(named: Sequence[Named], validation: int, seed: int = 0) -> tuple[list[Named], list[Named]]:

@@ -14,11 +14,11 @@ import dataclasses
 import json
 import math
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...problem import GemmProblem
+from ...problem import GemmProblem, KernelConfig
 
 Sizes = tuple[int, int, int]  # (m, n, k)
 Named = tuple[str, GemmProblem]
@@ -138,9 +138,31 @@ def from_json(path: str | Path) -> list[Named]:
     return [(entry.get("generator", f"json:{name}"), GemmProblem.from_dict(entry)) for entry in data]
 
 
-def to_json(problems: Iterable[Named], path: str | Path, name: str) -> None:
-    """Write problems in the format :func:`from_json` reads (the file's folder is created)."""
-    lines = [json.dumps({**problem.to_dict(), "generator": generator}) for generator, problem in problems]
+def listed_configs(path: str | Path) -> dict[GemmProblem, tuple[KernelConfig, ...]]:
+    """The configs a problem list names per problem (an entry's ``configs``: KernelConfig
+    fields, what the sweep's ``listed`` space times); problems without are left out."""
+    data = json.loads(Path(path).read_text())
+    entries = data["problems"] if isinstance(data, dict) else data
+    return {
+        GemmProblem.from_dict(entry): tuple(KernelConfig.from_dict(c) for c in entry["configs"])
+        for entry in entries if entry.get("configs")
+    }  # fmt: skip
+
+
+def to_json(
+    problems: Iterable[Named], path: str | Path, name: str, configs: Mapping[GemmProblem, Sequence[KernelConfig]] | None = None
+) -> None:
+    """Write problems in the format :func:`from_json` reads (the file's folder is created), with
+    each problem's ``configs`` where given (:func:`listed_configs`)."""
+    listed = configs or {}
+
+    def entry(generator: str, problem: GemmProblem) -> dict[str, Any]:
+        named = {**problem.to_dict(), "generator": generator}
+        if problem in listed:
+            named["configs"] = [c.to_dict() for c in listed[problem]]
+        return named
+
+    lines = [json.dumps(entry(generator, problem)) for generator, problem in problems]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     # one problem per line: diffs of committed lists stay readable
     Path(path).write_text(f'{{"name": {json.dumps(name)}, "problems": [\n' + ",\n".join(lines) + "\n]}\n")
