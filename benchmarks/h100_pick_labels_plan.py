@@ -1,0 +1,102 @@
+"""Training problems whose compile-time pick was never timed, with the configs to time beside it (CPU).
+
+    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --output /tmp/oof/model.pt [--resume]
+        # writes trained_models/data/h100/problems/pick-labels-train.json
+
+The shipped confidence is fitted out of fold on the training problems whose compile-time pick
+(DIODE's ranking over Inductor's whole candidate list) was timed: 2,198 of 4,719. The others
+have no label, so the hit model never saw a pick the collector did not time, and end to end its
+AUROC on such held-out GEMMs is the lowest (``h100_runtime_list_confidence.md``). This lists,
+for each training problem whose out-of-fold compile-time pick was not timed, what to time on
+one day to judge that pick: the first :data:`TOP` configs of its compile-time ranking that
+were not timed (the pick first) and the fastest Triton config the dataset timed for it (the
+day's reference; ATen's calls are always timed by the ``listed`` space).
+
+The rankings are the shipped recipe's out-of-fold ones: the three fold models
+``diode train ... --confidence logistic --hit-model-folds 3 --seed 0`` trains
+(``rank_out_of_fold``, trained into ``OUTPUT.folds`` or reused with ``--resume``), each ranking
+the training families it was trained without, as ``compile_time_signals`` ranks them. Time the
+list with ``diode collect sweep --space listed`` into its own dataset directory, not the
+training dataset's (its problems are already there, timed on another day).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runtime_list_confidence import CALIBRATION, HOLDOUT, STOPPING  # noqa: E402
+
+from diode_backend import registry  # noqa: E402
+from diode_backend.model.checkpoint import load_checkpoint  # noqa: E402
+from diode_backend.model.network import FrozenTimingModel  # noqa: E402
+from diode_backend.offline.collect import shapes  # noqa: E402
+from diode_backend.offline.dataset import ProblemTimings, load_dataset, timed_hardware  # noqa: E402
+from diode_backend.offline.families import family_of  # noqa: E402
+from diode_backend.offline.out_of_fold import rank_out_of_fold  # noqa: E402
+from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa: E402
+from diode_backend.problem import KIND_TRITON, KernelConfig  # noqa: E402
+from diode_backend.workload import workload_class  # noqa: E402
+
+TARGET = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "pick-labels-train.json"
+#: How many untimed configs of the top of a compile-time ranking are listed, the pick first.
+TOP = 3
+
+
+def to_time(order: list[KernelConfig], record: ProblemTimings) -> tuple[KernelConfig, ...] | None:
+    """What to time for ``record`` given its compile-time ranking ``order`` (fastest predicted
+    first): None when the pick was timed; else the first :data:`TOP` untimed configs and the
+    fastest timed Triton config."""
+    timed = dict(zip(record.configs, record.times_us))
+    if order[0] in timed:
+        return None
+    untimed = [c for c in order if c not in timed][:TOP]
+    triton = [c for c in timed if c.kind == KIND_TRITON]
+    return (*untimed, *([min(triton, key=timed.__getitem__)] if triton else []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="+")
+    parser.add_argument("--output", required=True, help="the fold models go to OUTPUT.folds")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--target", type=Path, default=TARGET)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    dataset = load_dataset(args.data)
+    records = dataset.split("train")
+    hardware = inference_hardware(dataset.hardware)
+    hardware_of = timed_hardware(hardware)
+    extractor = registry.feature_extractors()["gemm"]
+    ranked = rank_out_of_fold(
+        records, hardware, extractor, args.output, TrainOptions(), folds=3, resume=args.resume,
+        holdout_families=HOLDOUT, stopping_families=STOPPING, calibration_families=CALIBRATION,
+    )  # fmt: skip
+    kinds = {config.kind for record in records for config in record.configs}
+    named, listed, classes = [], {}, {}
+    for families, path in zip(ranked.folds, ranked.checkpoints):
+        network = FrozenTimingModel(load_checkpoint(path).model)
+        for record in (r for r in records if family_of(r) in families):
+            problem, timed_on = record.problem, hardware_of(record)
+            configs = [c for c in registry.compile_time_configs(problem, timed_on) if c.kind in kinds]
+            if not configs:
+                continue
+            with torch.inference_mode():
+                mean = network(extractor.extract(problem, configs, timed_on)).mean(0)
+            wanted = to_time([configs[i] for i in torch.argsort(mean, stable=True).tolist()], record)
+            if wanted:
+                named.append((f"pick-labels:{family_of(record)}", problem))
+                listed[problem] = wanted
+                classes[workload_class(problem)] = classes.get(workload_class(problem), 0) + 1
+    shapes.to_json(named, args.target, "pick-labels-train", configs=listed)
+    pairs = sum(len(c) for c in listed.values())
+    print(f"{len(named)} problems, {pairs} Triton configs listed -> {args.target}; by class: {dict(sorted(classes.items()))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""``benchmarks/h100_pick_labels_plan.py``: what it lists to time for a training problem whose
+compile-time pick was never timed, and the committed list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diode_backend import catalog
+from diode_backend.offline.collect import plan, shapes
+from diode_backend.offline.dataset import ProblemTimings, load_dataset
+from diode_backend.offline.families import family_of
+from diode_backend.problem import GemmProblem, KernelConfig
+
+DATA = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "h100"
+
+
+def tile(m: int) -> KernelConfig:
+    return KernelConfig("triton", "mm", m, 64, 32, 3, 4, 8)
+
+
+@pytest.fixture
+def script(benchmark_scripts):
+    return benchmark_scripts("runtime_list_confidence", "h100_pick_labels_plan")[1]
+
+
+def test_an_untimed_pick_is_listed_with_the_next_untimed_and_the_fastest_timed_tile(script):
+    aten = KernelConfig("aten", "aten::mm")
+    record = ProblemTimings(GemmProblem("mm", 64, 64, 64), (aten, tile(16), tile(32), tile(8)), (5.0, 4.0, 3.0, 3.0))
+    assert script.to_time([tile(32), tile(64)], record) is None  # the pick was timed: its label is known
+    order = [tile(64), tile(16), tile(128), tile(256), tile(512)]
+    assert script.to_time(order, record) == (tile(64), tile(128), tile(256), tile(32))  # a tie: the first timed
+    only_aten = ProblemTimings(GemmProblem("mm", 64, 64, 64), (aten,), (5.0,))
+    assert script.to_time(order, only_aten) == (tile(64), tile(16), tile(128))
+
+
+def test_the_committed_list_names_untimed_picks_of_training_problems_beside_their_fastest_timed_tile(script):
+    path = DATA / "problems" / "pick-labels-train.json"
+    named, listed = shapes.from_json(path), shapes.listed_configs(path)
+    dataset = {r.problem: r for r in load_dataset(DATA / "dataset").split("train")}
+    assert len(named) >= 1000 and set(listed) == {p for _, p in named}
+    outside = {*script.HOLDOUT, *script.STOPPING, *script.CALIBRATION}
+    hardware = catalog.resolve_hardware("h100")
+    for index, (generator, problem) in enumerate(named):
+        record = dataset[problem]
+        assert generator == f"pick-labels:{family_of(record)}" and family_of(record) not in outside
+        timed = dict(zip(record.configs, record.times_us))
+        timed_triton = [c for c in timed if c.kind == "triton"]
+        untimed = list(listed[problem][:-1] if timed_triton else listed[problem])
+        assert 1 <= len(untimed) <= script.TOP and not set(untimed) & set(timed)
+        if timed_triton:  # the day's reference: the fastest tile the dataset timed
+            assert timed[listed[problem][-1]] == min(timed[c] for c in timed_triton)
+        if index % 50 == 0:  # every config in the problem's space: the sweep can time it
+            plan.plan([(generator, problem)], hardware, split="train", space="listed", listed=listed)
