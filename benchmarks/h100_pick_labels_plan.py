@@ -17,7 +17,8 @@ The rankings are the shipped recipe's out-of-fold ones: the three fold models
 (``rank_out_of_fold``, trained into ``OUTPUT.folds`` or reused with ``--resume``), each ranking
 the training families it was trained without, as ``compile_time_signals`` ranks them. Time the
 list with ``diode collect sweep --space listed`` into its own dataset directory, not the
-training dataset's (its problems are already there, timed on another day).
+training dataset's (its problems are already there, timed on another day), and give that to
+``diode train ... --hit-model-folds 3 --pick-labels DIR``.
 """
 
 from __future__ import annotations

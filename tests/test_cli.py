@@ -465,6 +465,38 @@ def test_train_fits_the_logistic_confidence_on_out_of_fold_rankings_when_asked(c
     assert not (tmp_path / "other").exists()  # refused before any training
 
 
+def test_train_judges_untimed_out_of_fold_picks_from_pick_labels_of_the_same_device(capsys, tmp_path):
+    import torch
+    from synthetic_timings import write_dataset
+
+    data = write_dataset(tmp_path / "data", train=48, validation=6, families=SIX_FAMILIES)
+    labels = write_dataset(tmp_path / "labels", train=12, validation=0, families=SIX_FAMILIES)
+    split = ("--holdout-families", "whisper", "--stopping-families", "vit", "--calibration-families", "bert")
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), *split, "--confidence", "logistic",
+                       "--hit-model-folds", "2", "--pick-labels", str(labels), *QUICK_TRAIN)  # fmt: skip
+    assert code == 0, err
+    folds = torch.load(tmp_path / "model" / "model.pt", weights_only=True)["training"]["hit_model_folds"]
+    assert [f"fold {k + 1}/2: ranked {fold['ranked']} problems, {fold['problems']} with their pick timed "
+            f"({fold['labelled']} by the pick labels)" in err for k, fold in enumerate(folds)] == [True, True]  # fmt: skip
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "other"), "--pick-labels", str(labels), *QUICK_TRAIN)
+    assert code == 2 and "--pick-labels: judges the picks of fold models; add --confidence logistic --hit-model-folds K" in err
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "other"), *split, "--confidence", "logistic",
+                       "--hit-model-folds", "2", "--pick-labels", str(tmp_path / "nothing"), *QUICK_TRAIN)  # fmt: skip
+    assert code == 2 and "--pick-labels: " in err and "Traceback" not in err
+    from dataclasses import replace
+
+    from synthetic_timings import H100, synthetic_problems
+
+    from diode_backend.offline.dataset import DatasetMeta, write_shard
+
+    a100 = replace(H100, name="NVIDIA A100-SXM4-80GB", sm_count=108)
+    write_shard(tmp_path / "a100" / "part-000.msgpack", DatasetMeta(a100, {}), synthetic_problems(4, "train", 0))
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "other"), *split, "--confidence", "logistic",
+                       "--hit-model-folds", "2", "--pick-labels", str(tmp_path / "a100"), *QUICK_TRAIN)  # fmt: skip
+    assert code == 2 and "--pick-labels: timed on " in err and "A100" in err
+    assert not (tmp_path / "other").exists()
+
+
 def test_train_writes_the_candidate_kinds_its_model_learnt_into_the_manifest(capsys, tmp_path):
     """A kind timed in the training problems is one the model learnt (decompose-k here); one
     timed only in validation problems, or in a training problem too small to learn from

@@ -126,9 +126,10 @@ def test_the_final_model_is_the_plain_network_with_a_hit_model_fitted_out_of_fol
     assert oof["hit_model"] == fit_hit_model([r.signals for r in rows], [r.hit for r in rows], [r.family for r in rows])
     assert oof["hit_model"]["version"] == 3 and oof["hit_model"] != plain["hit_model"]
     assert oof["training"]["hit_model_folds"] == [
-        {"families": fold, "ranked": 8 * len(fold), "problems": 8 * len(fold), "misses": sum(r.fold == k and not r.hit for r in rows)}
+        {"families": fold, "ranked": 8 * len(fold), "problems": 8 * len(fold), "labelled": 0,
+         "misses": sum(r.fold == k and not r.hit for r in rows)}
         for k, fold in enumerate(again.folds)
-    ]
+    ]  # fmt: skip
     assert (result.hit_model_problems, result.calibration_problems) == (40, 16)
     assert not fold_folder(tmp_path / "oof.pt").exists()  # removed once the checkpoint is written
     confidence = LearnedScorer.load(tmp_path / "oof.pt").predict(problems[0].problem, SPACE, H100).confidence
@@ -148,13 +149,24 @@ def test_a_row_is_the_pick_of_the_compile_time_list_with_the_confidence_diode_co
     quarter = replace(record, configs=tuple(record.configs[i] for i in kept), times_us=tuple(record.times_us[i] for i in kept))
     rows = compile_time_signals(checkpoint.model, checkpoint.novelty["support"], [untimed_pick, record, quarter], EXTRACTOR, H100)
     # the pick is made over the whole list whatever was timed; a pick not timed has no row
-    assert [index for index, _, _ in rows] == [1, 2]
-    (_, signals, ratio), (_, quarter_signals, quarter_ratio) = rows
+    assert [(index, labelled) for index, _, _, labelled in rows] == [(1, False), (2, False)]
+    (_, signals, ratio, _), (_, quarter_signals, quarter_ratio, _) = rows
     assert quarter_signals == signals  # what was timed changes the outcome, never the signals
     assert ratio == pytest.approx(record.times_us[pick] / min(record.times_us))
     assert quarter_ratio == pytest.approx(record.times_us[pick] / min(quarter.times_us))
     assert len(signals) == len(SIGNALS)
     assert hit_probability(checkpoint.hit_model, signals) == pytest.approx(ranking.confidence, rel=1e-4, abs=1e-6)
+
+    # the untimed pick judged from a pick label: the pick timed on another day beside a reference
+    reference = min((i for i in range(len(record.configs)) if i != pick), key=record.times_us.__getitem__)
+    label = replace(record, configs=(record.configs[pick], record.configs[reference]), times_us=(6.0, 5.0))
+    together = [untimed_pick, record, quarter]  # (the kinds ranked are those the records timed)
+    labelled = compile_time_signals(checkpoint.model, checkpoint.novelty["support"], together, EXTRACTOR, H100, {record.problem: label})
+    assert [(index, judged) for index, _, _, judged in labelled] == [(0, True), (1, False), (2, False)]
+    assert labelled[0][1] == signals and labelled[0][2] == pytest.approx(6.0 / 5.0)
+    other_rule = replace(label, tf32_rule="size" if record.tf32_rule != "size" else "always")
+    unjudged = compile_time_signals(checkpoint.model, checkpoint.novelty["support"], together, EXTRACTOR, H100, {record.problem: other_rule})
+    assert [index for index, *_ in unjudged] == [1, 2]  # a label timed under another TF32 rule judges nothing
 
 
 @pytest.mark.parametrize("interrupted, retrained", [(2, [1, "final"]), (3, ["final"])], ids=["in-fold-1", "in-the-final-model"])

@@ -24,10 +24,11 @@ written.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -41,7 +42,7 @@ from ..model.checkpoint import load_checkpoint
 from ..model.hit_model import fit_hit_model, pick_signals
 from ..model.network import FrozenTimingModel, TimingModel
 from ..model.novelty import nearest_distance
-from ..problem import HardwareInfo
+from ..problem import GemmProblem, HardwareInfo, KernelConfig
 from ..workload import workload_class
 from .dataset import ProblemTimings, timed_hardware
 from .families import family_of
@@ -62,6 +63,8 @@ class OutOfFoldRow:
     family: str
     signals: list[float]
     ratio: float
+    #: the pick's outcome read from the pick labels (it was not timed with the problem)
+    labelled: bool = False
 
     @property
     def hit(self) -> bool:
@@ -85,16 +88,19 @@ def compile_time_signals(
     records: Sequence[ProblemTimings],
     extractor: FeatureExtractor,
     hardware: HardwareInfo,
-) -> list[tuple[int, list[float], float]]:
+    labels: Mapping[GemmProblem, ProblemTimings] | None = None,
+) -> list[tuple[int, list[float], float, bool]]:
     """Each of ``records`` ranked by ``model`` as DIODE ranks it at compile time: over the
     candidates Inductor offers for the default ``diode_search_space``
     (``registry.compile_time_configs``, under the TF32 rule the problem was timed with) of the kinds
     ``records`` timed (those the model learnt), the hit model's signals of the pick, with the
     distance to ``support``, and the pick's time over the fastest timed candidate's (a hit
     within ``1 + HIT_TOLERANCE``). That list is about four times the timed one, and the signals
-    that count or compare candidates take other values over it. A problem whose pick was not
-    timed has no known outcome and no row; each row starts with its problem's index in
-    ``records``."""
+    that count or compare candidates take other values over it. A pick the problem's record did
+    not time is judged from ``labels`` (``diode collect sweep --space listed`` of the pick beside
+    the fastest tile known, on one day, under the record's TF32 rule): its time over the fastest
+    of that label's candidates; a pick timed in neither has no known outcome and no row. Each row
+    is ``(index in records, signals, ratio, judged from labels)``."""
     network = FrozenTimingModel(model)
     hardware_of = timed_hardware(hardware)
     kinds = {config.kind for record in records for config in record.configs}
@@ -106,13 +112,26 @@ def compile_time_signals(
             continue
         with torch.inference_mode():
             member_log_times = network(extractor.extract(problem, configs, timed_on))
-        timed = dict(zip(record.configs, record.times_us))
-        pick_time = timed.get(configs[pick_statistics(member_log_times)[0]])
-        if pick_time is None:
+        pick = configs[pick_statistics(member_log_times)[0]]
+        ratio, labelled = _outcome(pick, record), False
+        if ratio is None:
+            ratio = _outcome(pick, (labels or {}).get(problem), record.tf32_rule)
+            labelled = ratio is not None
+        if ratio is None:
             continue
         signals = pick_signals(problem, configs, member_log_times, nearest_distance(support, problem))
-        rows.append((index, signals, pick_time / min(record.times_us)))
+        rows.append((index, signals, ratio, labelled))
     return rows
+
+
+def _outcome(pick: KernelConfig, record: ProblemTimings | None, tf32_rule: str | None = None) -> float | None:
+    """``pick``'s time over the fastest of ``record``'s candidates (finite, positive times), None
+    where ``record`` did not time it (or is None, or was timed under another TF32 rule than
+    ``tf32_rule`` when given)."""
+    if record is None or (tf32_rule is not None and record.tf32_rule != tf32_rule):
+        return None
+    times = {c: t for c, t in zip(record.configs, record.times_us) if math.isfinite(t) and t > 0}
+    return times[pick] / min(times.values()) if pick in times else None
 
 
 def draw_folds(records: Sequence[ProblemTimings], count: int) -> list[list[str]]:
@@ -162,9 +181,11 @@ def rank_out_of_fold(
     holdout_families: Sequence[str] = (),
     stopping_families: Sequence[str] = (),
     calibration_families: Sequence[str] = (),
+    pick_labels: Sequence[ProblemTimings] = (),
 ) -> FoldRankings:
     """Train (or, with ``resume``, reuse) the fold models of the model :func:`train` would train
-    to ``output`` from these arguments, and rank each fold with the model trained without it.
+    to ``output`` from these arguments, and rank each fold with the model trained without it,
+    judging picks its records did not time from ``pick_labels`` (:func:`compile_time_signals`).
     The fold checkpoints are kept (:func:`train_out_of_fold` removes them).
 
     :raises ValueError: the split is not by family, too few families for ``folds``, or a fold
@@ -182,6 +203,7 @@ def rank_out_of_fold(
     fold_families = draw_folds(trained_on, folds)
     bar = Progress(folds, enabled=progress is not None, stream=progress, unit="folds")
     checkpoints, counts, rows = [], [], []
+    labels = {record.problem: record for record in pick_labels}
     for index, families in enumerate(fold_families):
         path = fold_folder(output) / f"fold-{index}.pt"
         left_out = sorted({*holdout_families, *families})
@@ -195,14 +217,14 @@ def rank_out_of_fold(
             )  # fmt: skip
         fold = load_checkpoint(path)
         ranked = [record for record in trained_on if family_of(record) in families]
-        found = compile_time_signals(fold.model, fold.novelty["support"], ranked, extractor, hardware)
-        new = [OutOfFoldRow(index, family_of(ranked[i]), s, ratio) for i, s, ratio in found]
+        found = compile_time_signals(fold.model, fold.novelty["support"], ranked, extractor, hardware, labels)
+        new = [OutOfFoldRow(index, family_of(ranked[i]), s, ratio, labelled) for i, s, ratio, labelled in found]
         rows += new
         checkpoints.append(path)
         counts.append(len(ranked))
         bar.line(
-            f"fold {index + 1}/{folds}: ranked {len(ranked)} problems, {len(new)} with their pick timed, "
-            f"{sum(not row.hit for row in new)} of those picks missed"
+            f"fold {index + 1}/{folds}: ranked {len(ranked)} problems, {len(new)} with their pick timed "
+            f"({sum(row.labelled for row in new)} by the pick labels), {sum(not row.hit for row in new)} of those picks missed"
         )
     return FoldRankings(fold_families, checkpoints, counts, rows)
 
@@ -221,11 +243,13 @@ def train_out_of_fold(
     holdout_families: Sequence[str] = (),
     stopping_families: Sequence[str] = (),
     calibration_families: Sequence[str] = (),
+    pick_labels: Sequence[ProblemTimings] = (),
 ) -> TrainResult:
     """:func:`train` with ``confidence="logistic"``, its hit model fitted on the out-of-fold
     rows of :func:`rank_out_of_fold` instead of the early-stopping and calibration problems.
     The checkpoint's training record gains ``"hit_model_folds"``: each fold's families, the
-    problems its model ranked, those with their pick timed (the rows) and the picks it missed. ``seconds`` counts the fold models too."""
+    problems its model ranked, those with their pick timed (the rows), those of them judged from
+    ``pick_labels`` and the picks it missed. ``seconds`` counts the fold models too."""
     started = time.monotonic()
     split_by = {
         "holdout_families": holdout_families,
@@ -233,14 +257,18 @@ def train_out_of_fold(
         "calibration_families": calibration_families,
     }
     ranked = rank_out_of_fold(
-        records, hardware, extractor, output, options, folds=folds, resume=resume, progress=progress, **split_by
-    )
+        records, hardware, extractor, output, options, folds=folds, resume=resume, progress=progress,
+        pick_labels=pick_labels, **split_by,
+    )  # fmt: skip
     rows = ranked.rows
     hit_model = fit_hit_model([row.signals for row in rows], [row.hit for row in rows], [row.family for row in rows])
     record = []
     for index, families in enumerate(ranked.folds):
-        hits = [row.hit for row in rows if row.fold == index]
-        record.append({"families": families, "ranked": ranked.ranked[index], "problems": len(hits), "misses": hits.count(False)})
+        fold_rows = [row for row in rows if row.fold == index]
+        record.append({
+            "families": families, "ranked": ranked.ranked[index], "problems": len(fold_rows),
+            "labelled": sum(row.labelled for row in fold_rows), "misses": sum(not row.hit for row in fold_rows),
+        })  # fmt: skip
     result = train(
         records, hardware, extractor, output, options, resume=resume, progress=progress, confidence="logistic",
         hit_model=hit_model, metadata={**(metadata or {}), "hit_model_folds": record}, **split_by,

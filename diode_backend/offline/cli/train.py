@@ -86,6 +86,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and ranking that fold (K+1 trainings; --resume reuses the finished ones; default 0: "
         "fit on the early-stopping and calibration families)",
     )
+    parser.add_argument(
+        "--pick-labels",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="DATA",
+        help="with --hit-model-folds: datasets that timed picks the training data did not "
+        "(`diode collect sweep --space listed`, e.g. of benchmarks/h100_pick_labels_plan.py's list): "
+        "a fold model's untimed pick is judged from them, so the confidence is fitted on those too",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -106,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ... import registry
-    from ..dataset import load_dataset
+    from ..dataset import DatasetError, load_dataset
     from ..families import check_families, family_of, parse_families, without_families
     from ..out_of_fold import train_out_of_fold
     from ..train import TrainOptions, check_named_split, inference_hardware, train, write_model_manifest
@@ -114,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hit_model_folds and args.confidence != "logistic":
         raise UsageError("--hit-model-folds: fits the logistic confidence; add --confidence logistic")
+    if args.pick_labels and not args.hit_model_folds:
+        raise UsageError("--pick-labels: judges the picks of fold models; add --confidence logistic --hit-model-folds K")
     if args.threads:
         torch.set_num_threads(args.threads)
     dataset = load_dataset(args.data)
@@ -134,6 +146,15 @@ def run(args: argparse.Namespace) -> int:
         check_named_split([family_of(p) for p in kept], held_out, stopping, calibration)
     except ValueError as err:
         raise UsageError(str(err)) from None
+    pick_labels = []
+    if args.pick_labels:
+        try:
+            labels = load_dataset(args.pick_labels)
+        except DatasetError as err:
+            raise UsageError(f"--pick-labels: {err}") from None
+        if labels.hardware.key != dataset.hardware.key:
+            raise UsageError(f"--pick-labels: timed on {labels.hardware.key}, the training data on {dataset.hardware.key}")
+        pick_labels = labels.problems
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})
@@ -143,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hit_model_folds:
         result = train_out_of_fold(
             problems, hardware, extractor, output, options, folds=args.hit_model_folds, resume=args.resume,
-            progress=progress, **split_by,
+            progress=progress, pick_labels=pick_labels, **split_by,
         )  # fmt: skip
     else:
         result = train(
