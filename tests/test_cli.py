@@ -493,7 +493,7 @@ def test_train_judges_untimed_out_of_fold_picks_from_pick_labels_of_the_same_dev
     write_shard(tmp_path / "a100" / "part-000.msgpack", DatasetMeta(a100, {}), synthetic_problems(4, "train", 0))
     code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "other"), *split, "--confidence", "logistic",
                        "--hit-model-folds", "2", "--pick-labels", str(tmp_path / "a100"), *QUICK_TRAIN)  # fmt: skip
-    assert code == 2 and "--pick-labels: timed on " in err and "A100" in err
+    assert code == 2 and "--pick-labels: timed on " in err and "A100" in err and "the data judged on" in err
     assert not (tmp_path / "other").exists()
 
 

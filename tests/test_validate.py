@@ -158,11 +158,22 @@ def test_the_confidence_is_judged_again_over_the_list_diode_ranks_at_compile_tim
     assert (block["problems"], block["judged"]) == (4, 3)
     assert [row["compile_time"] is None for row in report["per_problem"]] == [True, False, False, False]
     one = problems[1]
-    assert report["per_problem"][1]["compile_time"] == {"confidence": 0.99, "top1_regret": max(one.times_us) / min(one.times_us)}
+    assert report["per_problem"][1]["compile_time"] == {
+        "confidence": 0.99, "top1_regret": max(one.times_us) / min(one.times_us), "pick_label": False,
+    }  # fmt: skip
     assert block["auroc"] == 0.0  # the one miss was the surest pick
     assert block["trusted"] == {"threshold": DiodeOptions().diode_confidence_threshold, "problems": 2,
                                 "top1_regret_worst": max(one.times_us) / min(one.times_us)}  # fmt: skip
-    assert listed == [H100] * 4
+    assert listed == [H100] * 4 and block["judged_by_pick_labels"] == 0
+
+    # a pick label of problem 0: its untimed pick timed beside its fastest tile on another day
+    zero = problems[0]
+    label = dataclasses.replace(zero, configs=(untimed, zero.configs[zero.times_us.index(min(zero.times_us))]), times_us=(10.0, 8.0))
+    labelled = validate(CompileTime(problems), problems, H100, compile_time_candidates=compile_time_list,
+                        pick_labels={zero.problem: label})  # fmt: skip
+    block = labelled["compile_time_calibration"]
+    assert (block["judged"], block["judged_by_pick_labels"]) == (4, 1)
+    assert labelled["per_problem"][0]["compile_time"] == {"confidence": 0.99, "top1_regret": 10.0 / 8.0, "pick_label": True}
 
 
 def test_each_problem_is_scored_under_its_own_tf32_rule():
@@ -208,6 +219,14 @@ def test_diode_train_then_validate(tmp_path, capsys):
     # judged again over Inductor's whole list, where the compile-time pick was timed
     assert report["compile_time_calibration"]["problems"] == 8 and "confidence at compile time" in out
     assert metrics.get("compile_time_judged") == report["compile_time_calibration"]["judged"]
+    # pick labels: the data's own problems stand in for a labels dataset of this device
+    assert main(["validate", str(folder), str(data), "--pick-labels", str(data), "--report", str(report_path)]) == 0
+    assert json.loads(report_path.read_text())["compile_time_calibration"]["judged_by_pick_labels"] == 0  # all timed there
+    capsys.readouterr()
+    assert main(["validate", str(folder), str(data), "--pick-labels", str(tmp_path / "none")]) == 2
+    assert "--pick-labels: " in capsys.readouterr().err
+    assert main(["validate", str(folder), str(data), "--pick-labels", str(data), "--no-default-baseline"]) == 2
+    assert "which --no-default-baseline skips" in capsys.readouterr().err
 
 
 def test_strict_validation_fails_when_a_target_is_missed(tmp_path, capsys):

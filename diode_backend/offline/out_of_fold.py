@@ -24,7 +24,6 @@ written.
 from __future__ import annotations
 
 import dataclasses
-import math
 import shutil
 import sys
 import time
@@ -42,10 +41,11 @@ from ..model.checkpoint import load_checkpoint
 from ..model.hit_model import fit_hit_model, pick_signals
 from ..model.network import FrozenTimingModel, TimingModel
 from ..model.novelty import nearest_distance
-from ..problem import GemmProblem, HardwareInfo, KernelConfig
+from ..problem import GemmProblem, HardwareInfo
 from ..workload import workload_class
 from .dataset import ProblemTimings, timed_hardware
 from .families import family_of
+from .pick_labels import pick_ratio
 from .progress import Progress
 from .train import MIN_FAMILIES_TO_SPLIT, TrainOptions, TrainResult, data_digest, split_training, train
 
@@ -97,10 +97,9 @@ def compile_time_signals(
     distance to ``support``, and the pick's time over the fastest timed candidate's (a hit
     within ``1 + HIT_TOLERANCE``). That list is about four times the timed one, and the signals
     that count or compare candidates take other values over it. A pick the problem's record did
-    not time is judged from ``labels`` (``diode collect sweep --space listed`` of the pick beside
-    the fastest tile known, on one day, under the record's TF32 rule): its time over the fastest
-    of that label's candidates; a pick timed in neither has no known outcome and no row. Each row
-    is ``(index in records, signals, ratio, judged from labels)``."""
+    not time is judged from ``labels`` (:func:`~diode_backend.offline.pick_labels.pick_ratio`); a
+    pick timed in neither has no known outcome and no row. Each row is ``(index in records,
+    signals, ratio, judged from labels)``."""
     network = FrozenTimingModel(model)
     hardware_of = timed_hardware(hardware)
     kinds = {config.kind for record in records for config in record.configs}
@@ -113,25 +112,12 @@ def compile_time_signals(
         with torch.inference_mode():
             member_log_times = network(extractor.extract(problem, configs, timed_on))
         pick = configs[pick_statistics(member_log_times)[0]]
-        ratio, labelled = _outcome(pick, record), False
-        if ratio is None:
-            ratio = _outcome(pick, (labels or {}).get(problem), record.tf32_rule)
-            labelled = ratio is not None
-        if ratio is None:
+        judged = pick_ratio(configs[pick_statistics(member_log_times)[0]], record, labels)
+        if judged is None:
             continue
         signals = pick_signals(problem, configs, member_log_times, nearest_distance(support, problem))
-        rows.append((index, signals, ratio, labelled))
+        rows.append((index, signals, *judged))
     return rows
-
-
-def _outcome(pick: KernelConfig, record: ProblemTimings | None, tf32_rule: str | None = None) -> float | None:
-    """``pick``'s time over the fastest of ``record``'s candidates (finite, positive times), None
-    where ``record`` did not time it (or is None, or was timed under another TF32 rule than
-    ``tf32_rule`` when given)."""
-    if record is None or (tf32_rule is not None and record.tf32_rule != tf32_rule):
-        return None
-    times = {c: t for c, t in zip(record.configs, record.times_us) if math.isfinite(t) and t > 0}
-    return times[pick] / min(times.values()) if pick in times else None
 
 
 def draw_folds(records: Sequence[ProblemTimings], count: int) -> list[list[str]]:

@@ -20,8 +20,10 @@ problem's candidates is charged ATen's time, which is what Inductor would run.
 DIODE ranks more at compile time than a problem's timed candidates: Inductor's whole list, about
 four times the collector's stratified sample. Given that list, the report adds
 ``compile_time_calibration``: the model's confidence and pick over it, as DIODE computes them,
-judged where the pick was timed (the fastest timed candidate as the best), with the picks kept
-alone at the default threshold; the problems whose compile-time pick was not timed are counted.
+judged where the pick was timed (the fastest timed candidate as the best) or, given pick labels
+(:mod:`diode_backend.offline.pick_labels`), timed beside the fastest tile on another day, with
+the picks kept alone at the default threshold; the problems whose compile-time pick was not
+timed are counted.
 
 Every figure is given over all problems and again per workload class
 (:mod:`diode_backend.workload`) and per model family (:mod:`diode_backend.offline.families`): a model
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,7 @@ import torch
 from ..analytical import AnalyticalScorer
 from .dataset import ProblemTimings, timed_hardware
 from .families import family_of
+from .pick_labels import pick_ratio
 from ..options import DiodeOptions
 from ..policy import rank_candidates
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
@@ -226,16 +229,18 @@ def _compile_time_pick(
     item: ProblemTimings,
     candidates: Callable[[GemmProblem, HardwareInfo], Sequence[KernelConfig]],
     hardware: HardwareInfo,
-) -> tuple[float, float] | None:
-    """The confidence of ``scorer``'s pick over the compile-time list of ``item``'s problem and
-    that pick's timed time over the fastest timed one; None where the pick was not timed or
-    there is no confidence."""
+    labels: Mapping[GemmProblem, ProblemTimings] | None,
+) -> tuple[float, float, bool] | None:
+    """The confidence of ``scorer``'s pick over the compile-time list of ``item``'s problem, that
+    pick's time over the fastest timed with it and whether ``labels`` timed it
+    (:func:`~diode_backend.offline.pick_labels.pick_ratio`); None where neither timed the pick
+    or there is no confidence."""
     configs = list(candidates(item.problem, hardware))
     ranking = rank_candidates(scorer, item.problem, configs, hardware)
     if not ranking.order or ranking.confidence is None:
         return None
-    time = dict(zip(item.configs, item.times_us)).get(configs[ranking.order[0]])
-    return None if time is None else (ranking.confidence, time / min(item.times_us))
+    judged = pick_ratio(configs[ranking.order[0]], item, labels)
+    return None if judged is None else (ranking.confidence, *judged)
 
 
 def _calibration_block(judged: Sequence[tuple[float, float]]) -> dict[str, Any]:
@@ -257,6 +262,7 @@ def validate(
     train_problems: Sequence[ProblemTimings] = (),
     default_candidates: Callable[[GemmProblem], Sequence[KernelConfig]] | None = None,
     compile_time_candidates: Callable[[GemmProblem, HardwareInfo], Sequence[KernelConfig]] | None = None,
+    pick_labels: Mapping[GemmProblem, ProblemTimings] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The validation report (JSON-ready) of ``scorer`` on ``problems``, each scored with
@@ -267,6 +273,8 @@ def validate(
         None); its best measured time is the baseline.
     :param compile_time_candidates: the list DIODE ranks at compile time for a problem on a
         hardware (omitted when None): ``compile_time_calibration``.
+    :param pick_labels: timings of compile-time picks the problems' records did not time, by
+        problem (:func:`~diode_backend.offline.pick_labels.load_pick_labels`).
     :param progress: called as ``progress(done, total)`` after each problem.
     """
     problems = [p for p in problems if len(p.times_us) >= 2]
@@ -280,7 +288,7 @@ def validate(
     if default_candidates is not None:
         subsets["inductor_default"] = []
     coverage: list[float] = []
-    compile_time: list[tuple[float, float] | None] = []  # (confidence, pick over best) where the pick was timed
+    compile_time: list[tuple[float, float, bool] | None] = []  # (confidence, pick over best, from a label) where timed
     rows = []
     hardware_of = timed_hardware(hardware)  # each problem is scored under its own TF32 rule
     for done, item in enumerate(problems, start=1):
@@ -303,8 +311,8 @@ def validate(
             row["inductor_default_regret"] = subsets["inductor_default"][-1]
         row["aten_regret"] = subsets["aten"][-1]
         if compile_time_candidates is not None:
-            compile_time.append(_compile_time_pick(scorer, item, compile_time_candidates, hardware_of(item)))
-            row["compile_time"] = None if compile_time[-1] is None else dict(zip(("confidence", "top1_regret"), compile_time[-1]))
+            compile_time.append(_compile_time_pick(scorer, item, compile_time_candidates, hardware_of(item), pick_labels))
+            row["compile_time"] = None if compile_time[-1] is None else dict(zip(("confidence", "top1_regret", "pick_label"), compile_time[-1]))
         rows.append(row)
         if progress is not None:
             progress(done, len(problems))
@@ -325,7 +333,10 @@ def validate(
             block["calibration"] = _calibration_block(confident)
         if compile_time:
             judged = [compile_time[i] for i in indices if compile_time[i] is not None]
-            block["compile_time_calibration"] = {"problems": len(indices), "judged": len(judged), **_calibration_block(judged)}
+            block["compile_time_calibration"] = {
+                "problems": len(indices), "judged": len(judged), "judged_by_pick_labels": sum(labelled for *_, labelled in judged),
+                **_calibration_block([(confidence, ratio) for confidence, ratio, _ in judged]),
+            }  # fmt: skip
         return block
 
     def grouped(keys: list[str], order: Sequence[str]) -> dict[str, Any]:

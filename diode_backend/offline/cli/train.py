@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from ..dataset import DatasetError, load_dataset
     from ..families import check_families, family_of, parse_families, without_families
     from ..out_of_fold import train_out_of_fold
+    from ..pick_labels import load_pick_labels
     from ..train import TrainOptions, check_named_split, inference_hardware, train, write_model_manifest
     from . import CommandError, UsageError
 
@@ -149,12 +150,9 @@ def run(args: argparse.Namespace) -> int:
     pick_labels = []
     if args.pick_labels:
         try:
-            labels = load_dataset(args.pick_labels)
+            pick_labels = list(load_pick_labels(args.pick_labels, dataset.hardware.key).values())
         except DatasetError as err:
             raise UsageError(f"--pick-labels: {err}") from None
-        if labels.hardware.key != dataset.hardware.key:
-            raise UsageError(f"--pick-labels: timed on {labels.hardware.key}, the training data on {dataset.hardware.key}")
-        pick_labels = labels.problems
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})

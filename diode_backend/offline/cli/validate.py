@@ -67,6 +67,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="datasets whose 'train' problems the nearest-neighbour baseline looks up (default: DATA)",
     )
+    parser.add_argument(
+        "--pick-labels",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="DATA",
+        help="datasets that timed compile-time picks DATA did not (`diode collect sweep --space listed`): "
+        "such a pick is judged from them in compile_time_calibration",
+    )
     parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list and the confidence over the compile-time list (both import Inductor)")
     parser.add_argument("--report", type=Path, help="write the full JSON report here")
     parser.add_argument("--plots", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib: pip install 'diode-backend[plots]')")
@@ -86,8 +95,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ... import catalog, registry
-    from ..dataset import load_dataset
+    from ..dataset import DatasetError, load_dataset
     from ..families import check_families, of_families, parse_families, without_families
+    from ..pick_labels import load_pick_labels
     from ..train import inference_hardware
     from ..validate import validate
     from . import CommandError, UsageError
@@ -122,6 +132,14 @@ def run(args: argparse.Namespace) -> int:
         if not problems:
             raise UsageError(f"--families: no problem of {', '.join(families)} in split {args.split!r}")
         train_problems = without_families(train_problems, families)
+    pick_labels = None
+    if args.pick_labels:
+        if args.no_default_baseline:
+            raise UsageError("--pick-labels: judges the picks over the compile-time list, which --no-default-baseline skips")
+        try:
+            pick_labels = load_pick_labels(args.pick_labels, dataset.hardware.key)
+        except DatasetError as err:
+            raise UsageError(f"--pick-labels: {err}") from None
     default_candidates = compile_time_candidates = None
     if not args.no_default_baseline:
 
@@ -132,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
 
     report = validate(
         scorer, problems, hardware, train_problems=train_problems, default_candidates=default_candidates,
-        compile_time_candidates=compile_time_candidates, progress=_progress if sys.stderr.isatty() else None,
+        compile_time_candidates=compile_time_candidates, pick_labels=pick_labels,
+        progress=_progress if sys.stderr.isatty() else None,
     )  # fmt: skip
     report["model"] = {
         "name": entry.name,
@@ -182,9 +201,10 @@ def print_summary(report: dict[str, Any]) -> None:
     compile_time = report.get("compile_time_calibration")
     if compile_time:
         trusted = compile_time["trusted"]
+        labelled = compile_time.get("judged_by_pick_labels", 0)
         print(
             f"confidence at compile time (over Inductor's whole list; judged where the pick was timed, "
-            f"{compile_time['judged']} of {compile_time['problems']}): ECE {_figure(compile_time.get('ece'), 3)}, "
+            f"{compile_time['judged']} of {compile_time['problems']}{f', {labelled} by the pick labels' if labelled else ''}): ECE {_figure(compile_time.get('ece'), 3)}, "
             f"AUROC {_figure(compile_time.get('auroc'), 3)}; {trusted['problems']} at confidence >= {trusted['threshold']}, "
             f"worst top-1 {_figure(trusted['top1_regret_worst'], 3)}"
         )
