@@ -2,6 +2,8 @@
 
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --output /tmp/oof/model.pt [--resume]
         # writes trained_models/data/h100/problems/pick-labels-train.json
+    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout trained_models/nvidia-h100-gemm/model.pt
+        # writes trained_models/data/h100/problems/pick-labels-validation.json
 
 The shipped confidence is fitted out of fold on the training problems whose compile-time pick
 (DIODE's ranking over Inductor's whole candidate list) was timed: 2,198 of 4,719. The others
@@ -19,12 +21,18 @@ the training families it was trained without, as ``compile_time_signals`` ranks 
 list with ``diode collect sweep --space listed`` into its own dataset directory, not the
 training dataset's (its problems are already there, timed on another day), and give that to
 ``diode train ... --hit-model-folds 3 --pick-labels DIR``.
+
+``--heldout MODEL`` lists the same for the held-out families' validation problems as MODEL (the
+shipped one) ranks them: not to fit anything, but so that ``diode validate --pick-labels`` can
+judge its confidence on every held-out problem, not only those whose pick was timed (118 of 173).
+Collect it with ``--validation pick-labels-validation.json --validation-space listed``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -43,7 +51,8 @@ from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa
 from diode_backend.problem import KIND_TRITON, KernelConfig  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402
 
-TARGET = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "pick-labels-train.json"
+LISTS = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems"
+TARGET, VALIDATION_TARGET = LISTS / "pick-labels-train.json", LISTS / "pick-labels-validation.json"
 #: How many untimed configs of the top of a compile-time ranking are listed, the pick first.
 TOP = 3
 
@@ -60,42 +69,64 @@ def to_time(order: list[KernelConfig], record: ProblemTimings) -> tuple[KernelCo
     return (*untimed, *([min(triton, key=timed.__getitem__)] if triton else []))
 
 
+def listed_picks(network: FrozenTimingModel, records, hardware_of, kinds: set[str]) -> dict:
+    """What to time for each of ``records`` ranked by ``network`` over its compile-time list (the
+    kinds the model learnt), by problem (:func:`to_time`; problems whose pick was timed left out)."""
+    extractor = registry.feature_extractors()["gemm"]
+    listed = {}
+    for record in records:
+        problem, timed_on = record.problem, hardware_of(record)
+        configs = [c for c in registry.compile_time_configs(problem, timed_on) if c.kind in kinds]
+        if not configs:
+            continue
+        with torch.inference_mode():
+            mean = network(extractor.extract(problem, configs, timed_on)).mean(0)
+        wanted = to_time([configs[i] for i in torch.argsort(mean, stable=True).tolist()], record)
+        if wanted:
+            listed[record] = wanted
+    return listed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="+")
-    parser.add_argument("--output", required=True, help="the fold models go to OUTPUT.folds")
+    parser.add_argument("--output", help="the fold models go to OUTPUT.folds")
     parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--target", type=Path, default=TARGET)
+    parser.add_argument(
+        "--heldout", metavar="MODEL",
+        help="instead: the held-out families' validation problems as MODEL (a model.pt) ranks them, to "
+        "measure its confidence on them (written to pick-labels-validation.json)",
+    )  # fmt: skip
+    parser.add_argument("--target", type=Path)
     args = parser.parse_args(argv)
+    if not args.heldout and not args.output:
+        parser.error("give --output (the fold models' folder) or --heldout MODEL")
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
     records = dataset.split("train")
     hardware = inference_hardware(dataset.hardware)
     hardware_of = timed_hardware(hardware)
-    extractor = registry.feature_extractors()["gemm"]
-    ranked = rank_out_of_fold(
-        records, hardware, extractor, args.output, TrainOptions(), folds=3, resume=args.resume,
-        holdout_families=HOLDOUT, stopping_families=STOPPING, calibration_families=CALIBRATION,
-    )  # fmt: skip
     kinds = {config.kind for record in records for config in record.configs}
-    named, listed, classes = [], {}, {}
-    for families, path in zip(ranked.folds, ranked.checkpoints):
-        network = FrozenTimingModel(load_checkpoint(path).model)
-        for record in (r for r in records if family_of(r) in families):
-            problem, timed_on = record.problem, hardware_of(record)
-            configs = [c for c in registry.compile_time_configs(problem, timed_on) if c.kind in kinds]
-            if not configs:
-                continue
-            with torch.inference_mode():
-                mean = network(extractor.extract(problem, configs, timed_on)).mean(0)
-            wanted = to_time([configs[i] for i in torch.argsort(mean, stable=True).tolist()], record)
-            if wanted:
-                named.append((f"pick-labels:{family_of(record)}", problem))
-                listed[problem] = wanted
-                classes[workload_class(problem)] = classes.get(workload_class(problem), 0) + 1
-    shapes.to_json(named, args.target, "pick-labels-train", configs=listed)
+    if args.heldout:
+        heldout = [r for r in dataset.split("validation") if family_of(r) in HOLDOUT]
+        groups = [(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]
+        name, target = "pick-labels-validation", args.target or VALIDATION_TARGET
+    else:
+        ranked = rank_out_of_fold(
+            records, hardware, registry.feature_extractors()["gemm"], args.output, TrainOptions(), folds=3,
+            resume=args.resume, holdout_families=HOLDOUT, stopping_families=STOPPING, calibration_families=CALIBRATION,
+        )  # fmt: skip
+        groups = [
+            (FrozenTimingModel(load_checkpoint(path).model), [r for r in records if family_of(r) in families])
+            for families, path in zip(ranked.folds, ranked.checkpoints)
+        ]
+        name, target = "pick-labels-train", args.target or TARGET
+    listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware_of, kinds).items()}
+    named = [(f"pick-labels:{family_of(record)}", record.problem) for record in listed]
+    shapes.to_json(named, target, name, configs={record.problem: wanted for record, wanted in listed.items()})
+    classes = Counter(workload_class(record.problem) for record in listed)
     pairs = sum(len(c) for c in listed.values())
-    print(f"{len(named)} problems, {pairs} Triton configs listed -> {args.target}; by class: {dict(sorted(classes.items()))}")
+    print(f"{len(named)} problems, {pairs} Triton configs listed -> {target}; by class: {dict(sorted(classes.items()))}")
     return 0
 
 

@@ -35,12 +35,18 @@ def test_an_untimed_pick_is_listed_with_the_next_untimed_and_the_fastest_timed_t
     assert script.to_time(order, only_aten) == (tile(64), tile(16), tile(128))
 
 
-def test_the_committed_list_names_untimed_picks_of_training_problems_beside_their_fastest_timed_tile(script):
-    path = DATA / "problems" / "pick-labels-train.json"
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, split):
+    """Training problems of the fold families (fitting), held-out families' validation problems
+    (measuring only)."""
+    path = DATA / "problems" / f"pick-labels-{split}.json"
     named, listed = shapes.from_json(path), shapes.listed_configs(path)
-    dataset = {r.problem: r for r in load_dataset(DATA / "dataset").split("train")}
-    assert len(named) >= 1000 and set(listed) == {p for _, p in named}
-    outside = {*script.HOLDOUT, *script.STOPPING, *script.CALIBRATION}
+    dataset = {r.problem: r for r in load_dataset(DATA / "dataset").split(split)}
+    assert len(named) >= (1000 if split == "train" else 50) and set(listed) == {p for _, p in named}
+    if split == "train":
+        outside = {*script.HOLDOUT, *script.STOPPING, *script.CALIBRATION}
+    else:
+        outside = {family_of(r) for r in dataset.values()} - set(script.HOLDOUT)
     hardware = catalog.resolve_hardware("h100")
     for index, (generator, problem) in enumerate(named):
         record = dataset[problem]
