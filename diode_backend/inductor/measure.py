@@ -98,11 +98,12 @@ def measure_choices(choices: Sequence[Any], input_nodes: Any, layout: Any, input
 
 def _precompile(choices: Sequence[Any]) -> list[int]:
     """Compile every choice; the indices of those that compiled. Triton templates compile first
-    in Inductor's compile workers where they are ready (:func:`compat.compile_in_workers`: the
-    threads of this process take turns holding the GIL, so they compile a few kernels at a time
-    at best); then every choice's own ``precompile`` runs in parallel threads, which for those
-    loads the kernel from Triton's cache. A choice whose compile in the workers failed or did not
-    end within Inductor's ``precompilation_timeout_seconds`` is not compiled again."""
+    in Inductor's compile workers where they are ready (:func:`compat.compile_in_workers`), as
+    Inductor's own precompilation does, which leaves the workers warm for the graph's own
+    kernels (the winner among them, compiled again for the graph; docs/decisions.md); then every
+    choice's own ``precompile`` runs in parallel threads, which for those loads the kernel from
+    Triton's cache. A choice whose compile in the workers failed or did not end within
+    Inductor's ``precompilation_timeout_seconds`` is not compiled again."""
     from torch._inductor import config
 
     in_workers = {i: future for i, choice in enumerate(choices) if (future := compat.compile_in_workers(choice)) is not None}
