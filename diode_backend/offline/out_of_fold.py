@@ -111,7 +111,6 @@ def compile_time_signals(
             continue
         with torch.inference_mode():
             member_log_times = network(extractor.extract(problem, configs, timed_on))
-        pick = configs[pick_statistics(member_log_times)[0]]
         judged = pick_ratio(configs[pick_statistics(member_log_times)[0]], record, labels)
         if judged is None:
             continue
