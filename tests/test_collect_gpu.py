@@ -179,6 +179,19 @@ def test_sweep_times_every_candidate_and_resumes(tmp_path):
     assert (again.skipped_problems, again.problems) == (4, 0)
 
 
+def test_the_listed_space_times_aten_and_the_listed_tiles_alone(tmp_path):
+    from diode_backend.offline.cli import main
+    from diode_backend.offline.collect import plan, shapes
+
+    problem = PROBLEMS[0]
+    space = plan.candidate_configs(problem, hardware_of("cuda:0"))
+    tiles = tuple(c for c in space if c.kind == "triton")[3:5]
+    shapes.to_json([("picks", problem)], tmp_path / "picks.json", "picks", configs={problem: tiles})
+    assert main(["collect", "sweep", str(tmp_path / "picks.json"), "--space", "listed", "-o", str(tmp_path / "data")]) == 0
+    (item,) = load_dataset(tmp_path / "data").problems
+    assert item.configs == (*[c for c in space if c.kind == "aten"], *tiles) and item.space == "listed"
+
+
 def test_sweep_kernels_rank_like_inductors_kernels(tmp_path):
     hardware = hardware_of("cuda:0")
     problem = GemmProblem("mm", 1024, 2048, 1024, dtype="bfloat16", b_layout="col")
