@@ -28,6 +28,7 @@ _OPTION_HELP = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..train_options import CONFIDENCES, TrainOptions
+    from .labels import add_pick_labels
 
     parser = subparsers.add_parser(
         "train",
@@ -86,13 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and ranking that fold (K+1 trainings; --resume reuses the finished ones; default 0: "
         "fit on the early-stopping and calibration families)",
     )
-    parser.add_argument(
-        "--pick-labels",
-        nargs="+",
-        type=Path,
-        default=[],
-        metavar="DATA",
-        help="with --hit-model-folds: datasets that timed picks the training data did not "
+    add_pick_labels(
+        parser,
+        "with --hit-model-folds: datasets that timed picks the training data did not "
         "(`diode collect sweep --space listed`, e.g. of benchmarks/h100_pick_labels_plan.py's list): "
         "a fold model's untimed pick is judged from them, so the confidence is fitted on those too",
     )
@@ -116,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ... import registry
-    from ..dataset import DatasetError, load_dataset
+    from ..dataset import load_dataset
     from ..families import check_families, family_of, parse_families, without_families
     from ..out_of_fold import train_out_of_fold
-    from ..pick_labels import load_pick_labels
+    from .labels import read_pick_labels
     from ..train import TrainOptions, check_named_split, inference_hardware, train, write_model_manifest
     from . import CommandError, UsageError
 
@@ -147,12 +144,7 @@ def run(args: argparse.Namespace) -> int:
         check_named_split([family_of(p) for p in kept], held_out, stopping, calibration)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    pick_labels = []
-    if args.pick_labels:
-        try:
-            pick_labels = list(load_pick_labels(args.pick_labels, dataset.hardware.key).values())
-        except DatasetError as err:
-            raise UsageError(f"--pick-labels: {err}") from None
+    pick_labels = read_pick_labels(args.pick_labels, dataset.hardware.key) if args.pick_labels else {}
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})

@@ -31,6 +31,8 @@ _MANIFEST_METRICS = (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from .labels import add_pick_labels
+
     parser = subparsers.add_parser(
         "validate",
         help="judge a model on held-out problems against the baselines",
@@ -67,13 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="datasets whose 'train' problems the nearest-neighbour baseline looks up (default: DATA)",
     )
-    parser.add_argument(
-        "--pick-labels",
-        nargs="+",
-        type=Path,
-        default=[],
-        metavar="DATA",
-        help="datasets that timed compile-time picks DATA did not (`diode collect sweep --space listed`): "
+    add_pick_labels(
+        parser,
+        "datasets that timed compile-time picks DATA did not (`diode collect sweep --space listed`): "
         "such a pick is judged from them in compile_time_calibration",
     )
     parser.add_argument("--no-default-baseline", action="store_true", help="skip Inductor's DEFAULT list and the confidence over the compile-time list (both import Inductor)")
@@ -95,9 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ... import catalog, registry
-    from ..dataset import DatasetError, load_dataset
+    from ..dataset import load_dataset
     from ..families import check_families, of_families, parse_families, without_families
-    from ..pick_labels import load_pick_labels
+    from .labels import read_pick_labels
     from ..train import inference_hardware
     from ..validate import validate
     from . import CommandError, UsageError
@@ -136,10 +134,7 @@ def run(args: argparse.Namespace) -> int:
     if args.pick_labels:
         if args.no_default_baseline:
             raise UsageError("--pick-labels: judges the picks over the compile-time list, which --no-default-baseline skips")
-        try:
-            pick_labels = load_pick_labels(args.pick_labels, dataset.hardware.key)
-        except DatasetError as err:
-            raise UsageError(f"--pick-labels: {err}") from None
+        pick_labels = read_pick_labels(args.pick_labels, dataset.hardware.key)
     default_candidates = compile_time_candidates = None
     if not args.no_default_baseline:
 
