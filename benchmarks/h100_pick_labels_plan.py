@@ -44,9 +44,9 @@ from diode_backend import registry  # noqa: E402
 from diode_backend.model.checkpoint import load_checkpoint  # noqa: E402
 from diode_backend.model.network import FrozenTimingModel  # noqa: E402
 from diode_backend.offline.collect import shapes  # noqa: E402
-from diode_backend.offline.dataset import ProblemTimings, load_dataset, timed_hardware  # noqa: E402
+from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
 from diode_backend.offline.families import family_of  # noqa: E402
-from diode_backend.offline.out_of_fold import rank_out_of_fold  # noqa: E402
+from diode_backend.offline.out_of_fold import compile_time_predictions, rank_out_of_fold  # noqa: E402
 from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa: E402
 from diode_backend.problem import KIND_TRITON, KernelConfig  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402
@@ -69,19 +69,16 @@ def to_time(order: list[KernelConfig], record: ProblemTimings) -> tuple[KernelCo
     return (*untimed, *([min(triton, key=timed.__getitem__)] if triton else []))
 
 
-def listed_picks(network: FrozenTimingModel, records, hardware_of, kinds: set[str]) -> dict:
-    """What to time for each of ``records`` ranked by ``network`` over its compile-time list (the
-    kinds the model learnt), by problem (:func:`to_time`; problems whose pick was timed left out)."""
+def listed_picks(network: FrozenTimingModel, records, hardware, kinds: set[str]) -> dict:
+    """What to time for each of ``records`` ranked by ``network`` over its compile-time list of
+    ``kinds`` (``compile_time_predictions``), by record (:func:`to_time`; records whose pick was
+    timed left out)."""
     extractor = registry.feature_extractors()["gemm"]
     listed = {}
-    for record in records:
-        problem, timed_on = record.problem, hardware_of(record)
-        configs = [c for c in registry.compile_time_configs(problem, timed_on) if c.kind in kinds]
+    for record, configs, member_log_times in compile_time_predictions(network, records, extractor, hardware, kinds):
         if not configs:
             continue
-        with torch.inference_mode():
-            mean = network(extractor.extract(problem, configs, timed_on)).mean(0)
-        wanted = to_time([configs[i] for i in torch.argsort(mean, stable=True).tolist()], record)
+        wanted = to_time([configs[i] for i in torch.argsort(member_log_times.mean(0), stable=True).tolist()], record)
         if wanted:
             listed[record] = wanted
     return listed
@@ -105,7 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     dataset = load_dataset(args.data)
     records = dataset.split("train")
     hardware = inference_hardware(dataset.hardware)
-    hardware_of = timed_hardware(hardware)
     kinds = {config.kind for record in records for config in record.configs}
     if args.heldout:
         heldout = [r for r in dataset.split("validation") if family_of(r) in HOLDOUT]
@@ -121,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             for families, path in zip(ranked.folds, ranked.checkpoints)
         ]
         name, target = "pick-labels-train", args.target or TARGET
-    listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware_of, kinds).items()}
+    listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds).items()}
     named = [(f"pick-labels:{family_of(record)}", record.problem) for record in listed]
     shapes.to_json(named, target, name, configs={record.problem: wanted for record, wanted in listed.items()})
     classes = Counter(workload_class(record.problem) for record in listed)

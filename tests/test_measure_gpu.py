@@ -66,13 +66,19 @@ def test_measured_times_agree_with_inductors_benchmarker_on_large_gemms(op):
             assert 0.95 * inductor_us[choice] <= ours_us <= 1.15 * inductor_us[choice], (choice, ours_us, inductor_us[choice])
 
 
-def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
-    a = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(4096, 1024, device="cuda", dtype=torch.bfloat16)
+def compile_unsure_mm(m: int, k: int, n: int, dtype: torch.dtype) -> None:
+    """Compile an mm cold with DIODE alone, never sure enough to keep a pick (so it measures),
+    and check its result."""
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
     with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", force_disable_caches=True,
                       fast_autotune=True, diode_confidence_threshold=1.0):  # fmt: skip
         out = torch.compile(torch.mm)(a, b)
     torch.testing.assert_close(out, a @ b, atol=5e-2, rtol=2e-2)
+
+
+def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
+    compile_unsure_mm(2048, 4096, 1024, torch.bfloat16)
     stats = diode_backend.stats()
     assert benchmarked == [] and stats["counters"]["measured_decisions"] == 1
     assert stats["fallbacks"] == {"low_confidence": 1} and stats["errors"] == {}
@@ -124,12 +130,7 @@ def test_triton_candidates_compile_in_inductors_workers_once_they_are_ready(benc
         return future
 
     monkeypatch.setattr(compat, "compile_in_workers", spy)
-    a = torch.randn(1000, 3000, device="cuda", dtype=torch.float16)
-    b = torch.randn(3000, 700, device="cuda", dtype=torch.float16)
-    with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", force_disable_caches=True,
-                      fast_autotune=True, diode_confidence_threshold=1.0):  # fmt: skip
-        out = torch.compile(torch.mm)(a, b)
-    torch.testing.assert_close(out, a @ b, atol=5e-2, rtol=2e-2)
+    compile_unsure_mm(1000, 3000, 700, torch.float16)
     stats = diode_backend.stats()
     assert benchmarked == [] and stats["counters"].get("measured_decisions") == 1, (benchmarked, stats)
     assert {("TritonTemplateCaller", True), ("ExternKernelCaller", False)} <= set(started), started

@@ -27,7 +27,7 @@ import dataclasses
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -41,7 +41,7 @@ from ..model.checkpoint import load_checkpoint
 from ..model.hit_model import fit_hit_model, pick_signals
 from ..model.network import FrozenTimingModel, TimingModel
 from ..model.novelty import nearest_distance
-from ..problem import GemmProblem, HardwareInfo
+from ..problem import GemmProblem, HardwareInfo, KernelConfig
 from ..workload import workload_class
 from .dataset import ProblemTimings, timed_hardware
 from .families import family_of
@@ -100,23 +100,36 @@ def compile_time_signals(
     not time is judged from ``labels`` (:func:`~diode_backend.offline.pick_labels.pick_ratio`); a
     pick timed in neither has no known outcome and no row. Each row is ``(index in records,
     signals, ratio, judged from labels)``."""
-    network = FrozenTimingModel(model)
-    hardware_of = timed_hardware(hardware)
-    kinds = {config.kind for record in records for config in record.configs}
     rows = []
-    for index, record in enumerate(records):
-        problem, timed_on = record.problem, hardware_of(record)
-        configs = [config for config in registry.compile_time_configs(problem, timed_on) if config.kind in kinds]
+    for index, (record, configs, member_log_times) in enumerate(compile_time_predictions(FrozenTimingModel(model), records, extractor, hardware)):
         if not configs:
             continue
-        with torch.inference_mode():
-            member_log_times = network(extractor.extract(problem, configs, timed_on))
         judged = pick_ratio(configs[pick_statistics(member_log_times)[0]], record, labels)
         if judged is None:
             continue
-        signals = pick_signals(problem, configs, member_log_times, nearest_distance(support, problem))
+        signals = pick_signals(record.problem, configs, member_log_times, nearest_distance(support, record.problem))
         rows.append((index, signals, *judged))
     return rows
+
+
+def compile_time_predictions(
+    network: FrozenTimingModel, records: Sequence[ProblemTimings], extractor: FeatureExtractor, hardware: HardwareInfo,
+    kinds: set[str] | None = None,
+) -> Iterator[tuple[ProblemTimings, list[KernelConfig], torch.Tensor]]:  # fmt: skip
+    """Per record: the candidates DIODE ranks for it at compile time (``registry.compile_time_configs``
+    under the TF32 rule it was timed with, of ``kinds``, default those ``records`` timed: the ones
+    the model learnt) and ``network``'s per-member log times of them (``[E, n]``; no candidates:
+    empty)."""
+    hardware_of = timed_hardware(hardware)
+    kinds = kinds if kinds is not None else {config.kind for record in records for config in record.configs}
+    for record in records:
+        timed_on = hardware_of(record)
+        configs = [config for config in registry.compile_time_configs(record.problem, timed_on) if config.kind in kinds]
+        if not configs:
+            yield record, configs, torch.empty(0, 0)
+            continue
+        with torch.inference_mode():
+            yield record, configs, network(extractor.extract(record.problem, configs, timed_on))
 
 
 def draw_folds(records: Sequence[ProblemTimings], count: int) -> list[list[str]]:
@@ -166,11 +179,11 @@ def rank_out_of_fold(
     holdout_families: Sequence[str] = (),
     stopping_families: Sequence[str] = (),
     calibration_families: Sequence[str] = (),
-    pick_labels: Sequence[ProblemTimings] = (),
+    pick_labels: Mapping[GemmProblem, ProblemTimings] | None = None,
 ) -> FoldRankings:
     """Train (or, with ``resume``, reuse) the fold models of the model :func:`train` would train
     to ``output`` from these arguments, and rank each fold with the model trained without it,
-    judging picks its records did not time from ``pick_labels`` (:func:`compile_time_signals`).
+    judging picks its records did not time from ``pick_labels``, by problem (:func:`compile_time_signals`).
     The fold checkpoints are kept (:func:`train_out_of_fold` removes them).
 
     :raises ValueError: the split is not by family, too few families for ``folds``, or a fold
@@ -188,7 +201,6 @@ def rank_out_of_fold(
     fold_families = draw_folds(trained_on, folds)
     bar = Progress(folds, enabled=progress is not None, stream=progress, unit="folds")
     checkpoints, counts, rows = [], [], []
-    labels = {record.problem: record for record in pick_labels}
     for index, families in enumerate(fold_families):
         path = fold_folder(output) / f"fold-{index}.pt"
         left_out = sorted({*holdout_families, *families})
@@ -202,7 +214,7 @@ def rank_out_of_fold(
             )  # fmt: skip
         fold = load_checkpoint(path)
         ranked = [record for record in trained_on if family_of(record) in families]
-        found = compile_time_signals(fold.model, fold.novelty["support"], ranked, extractor, hardware, labels)
+        found = compile_time_signals(fold.model, fold.novelty["support"], ranked, extractor, hardware, pick_labels)
         new = [OutOfFoldRow(index, family_of(ranked[i]), s, ratio, labelled) for i, s, ratio, labelled in found]
         rows += new
         checkpoints.append(path)
@@ -228,7 +240,7 @@ def train_out_of_fold(
     holdout_families: Sequence[str] = (),
     stopping_families: Sequence[str] = (),
     calibration_families: Sequence[str] = (),
-    pick_labels: Sequence[ProblemTimings] = (),
+    pick_labels: Mapping[GemmProblem, ProblemTimings] | None = None,
 ) -> TrainResult:
     """:func:`train` with ``confidence="logistic"``, its hit model fitted on the out-of-fold
     rows of :func:`rank_out_of_fold` instead of the early-stopping and calibration problems.
