@@ -46,7 +46,8 @@ from diode_backend.model.network import FrozenTimingModel  # noqa: E402
 from diode_backend.offline.collect import shapes  # noqa: E402
 from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
 from diode_backend.offline.families import family_of  # noqa: E402
-from diode_backend.offline.out_of_fold import compile_time_predictions, rank_out_of_fold  # noqa: E402
+from diode_backend.offline.compile_time import compile_time_predictions  # noqa: E402
+from diode_backend.offline.out_of_fold import rank_out_of_fold  # noqa: E402
 from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa: E402
 from diode_backend.problem import KIND_TRITON, KernelConfig  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402

@@ -20,7 +20,8 @@ from diode_backend.model.network import FrozenTimingModel
 from diode_backend.model.novelty import nearest_distance
 from diode_backend.offline import out_of_fold
 from diode_backend.offline.families import family_of
-from diode_backend.offline.out_of_fold import compile_time_signals, draw_folds, fold_folder, rank_out_of_fold, train_out_of_fold
+from diode_backend.offline.compile_time import compile_time_signals
+from diode_backend.offline.out_of_fold import draw_folds, fold_folder, rank_out_of_fold, train_out_of_fold
 from diode_backend.offline.train import TrainOptions, train
 from diode_backend.policy import rank_candidates
 

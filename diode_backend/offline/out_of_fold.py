@@ -7,9 +7,9 @@ having trained on them (1,336 problems on the shipped data). Here the families i
 dealt into K folds of whole families (:func:`draw_folds`); a fold model of the same recipe
 (options, seed, early-stopping and calibration families) is trained without each fold and ranks
 that fold as DIODE ranks a GEMM at compile time, over Inductor's whole candidate list
-(:func:`compile_time_signals`), and the hit model is fitted on every training problem whose
-compile-time pick was timed, as ranked by the fold model that never saw it (2,198 problems of
-4,719 on the shipped data). Fitted on the timed candidates instead (a quarter of that list), the
+(:mod:`diode_backend.offline.compile_time`), and the hit model is fitted on every training
+problem whose compile-time pick was timed, as ranked by the fold model that never saw it (2,198
+problems of 4,719 on the shipped data). Fitted on the timed candidates instead (a quarter of that list), the
 signals that count or compare candidates took other values at compile time than in fitting
 (``benchmarks/results/h100_runtime_list_confidence.md``). The final model is then trained
 exactly as without the option (same data, split and seed, so the same network); only its hit
@@ -27,25 +27,20 @@ import dataclasses
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import torch
-
-from .. import registry
 from ..features import FeatureExtractor
-from ..model.calibration import HIT_TOLERANCE, pick_statistics
+from ..model.calibration import HIT_TOLERANCE
 from ..model.checkpoint import load_checkpoint
-from ..model.hit_model import fit_hit_model, pick_signals
-from ..model.network import FrozenTimingModel, TimingModel
-from ..model.novelty import nearest_distance
-from ..problem import GemmProblem, HardwareInfo, KernelConfig
+from ..model.hit_model import fit_hit_model
+from ..problem import GemmProblem, HardwareInfo
 from ..workload import workload_class
-from .dataset import ProblemTimings, timed_hardware
+from .compile_time import compile_time_signals
+from .dataset import ProblemTimings
 from .families import family_of
-from .pick_labels import pick_ratio
 from .progress import Progress
 from .train import MIN_FAMILIES_TO_SPLIT, TrainOptions, TrainResult, data_digest, split_training, train
 
@@ -80,56 +75,6 @@ class FoldRankings:
     checkpoints: list[Path]
     ranked: list[int]
     rows: list[OutOfFoldRow]
-
-
-def compile_time_signals(
-    model: TimingModel,
-    support: torch.Tensor,
-    records: Sequence[ProblemTimings],
-    extractor: FeatureExtractor,
-    hardware: HardwareInfo,
-    labels: Mapping[GemmProblem, ProblemTimings] | None = None,
-) -> list[tuple[int, list[float], float, bool]]:
-    """Each of ``records`` ranked by ``model`` as DIODE ranks it at compile time: over the
-    candidates Inductor offers for the default ``diode_search_space``
-    (``registry.compile_time_configs``, under the TF32 rule the problem was timed with) of the kinds
-    ``records`` timed (those the model learnt), the hit model's signals of the pick, with the
-    distance to ``support``, and the pick's time over the fastest timed candidate's (a hit
-    within ``1 + HIT_TOLERANCE``). That list is about four times the timed one, and the signals
-    that count or compare candidates take other values over it. A pick the problem's record did
-    not time is judged from ``labels`` (:func:`~diode_backend.offline.pick_labels.pick_ratio`); a
-    pick timed in neither has no known outcome and no row. Each row is ``(index in records,
-    signals, ratio, judged from labels)``."""
-    rows = []
-    for index, (record, configs, member_log_times) in enumerate(compile_time_predictions(FrozenTimingModel(model), records, extractor, hardware)):
-        if not configs:
-            continue
-        judged = pick_ratio(configs[pick_statistics(member_log_times)[0]], record, labels)
-        if judged is None:
-            continue
-        signals = pick_signals(record.problem, configs, member_log_times, nearest_distance(support, record.problem))
-        rows.append((index, signals, *judged))
-    return rows
-
-
-def compile_time_predictions(
-    network: FrozenTimingModel, records: Sequence[ProblemTimings], extractor: FeatureExtractor, hardware: HardwareInfo,
-    kinds: set[str] | None = None,
-) -> Iterator[tuple[ProblemTimings, list[KernelConfig], torch.Tensor]]:  # fmt: skip
-    """Per record: the candidates DIODE ranks for it at compile time (``registry.compile_time_configs``
-    under the TF32 rule it was timed with, of ``kinds``, default those ``records`` timed: the ones
-    the model learnt) and ``network``'s per-member log times of them (``[E, n]``; no candidates:
-    empty)."""
-    hardware_of = timed_hardware(hardware)
-    kinds = kinds if kinds is not None else {config.kind for record in records for config in record.configs}
-    for record in records:
-        timed_on = hardware_of(record)
-        configs = [config for config in registry.compile_time_configs(record.problem, timed_on) if config.kind in kinds]
-        if not configs:
-            yield record, configs, torch.empty(0, 0)
-            continue
-        with torch.inference_mode():
-            yield record, configs, network(extractor.extract(record.problem, configs, timed_on))
 
 
 def draw_folds(records: Sequence[ProblemTimings], count: int) -> list[list[str]]:
@@ -183,7 +128,7 @@ def rank_out_of_fold(
 ) -> FoldRankings:
     """Train (or, with ``resume``, reuse) the fold models of the model :func:`train` would train
     to ``output`` from these arguments, and rank each fold with the model trained without it,
-    judging picks its records did not time from ``pick_labels``, by problem (:func:`compile_time_signals`).
+    judging picks its records did not time from ``pick_labels``, by problem (``compile_time_signals``).
     The fold checkpoints are kept (:func:`train_out_of_fold` removes them).
 
     :raises ValueError: the split is not by family, too few families for ``folds``, or a fold
