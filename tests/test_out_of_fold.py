@@ -165,9 +165,9 @@ def test_a_row_is_the_pick_of_the_compile_time_list_with_the_confidence_diode_co
     labelled = compile_time_signals(checkpoint.model, checkpoint.novelty["support"], together, EXTRACTOR, H100, {record.problem: label})
     assert [(index, judged) for index, _, _, judged in labelled] == [(0, True), (1, False), (2, False)]
     assert labelled[0][1] == signals and labelled[0][2] == pytest.approx(6.0 / 5.0)
+    assert record.problem.dtype != "float32"  # so a label timed under another TF32 rule judges it too (test_pick_labels)
     other_rule = replace(label, tf32_rule="size" if record.tf32_rule != "size" else "always")
-    unjudged = compile_time_signals(checkpoint.model, checkpoint.novelty["support"], together, EXTRACTOR, H100, {record.problem: other_rule})
-    assert [index for index, *_ in unjudged] == [1, 2]  # a label timed under another TF32 rule judges nothing
+    assert compile_time_signals(checkpoint.model, checkpoint.novelty["support"], together, EXTRACTOR, H100, {record.problem: other_rule}) == labelled
 
 
 @pytest.mark.parametrize("interrupted, retrained", [(2, [1, "final"]), (3, ["final"])], ids=["in-fold-1", "in-the-final-model"])

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from ..problem import GemmProblem, KernelConfig
+from ..tf32 import triton_tf32_active
 from .dataset import DatasetError, ProblemTimings, load_dataset
 
 
@@ -33,13 +34,21 @@ def pick_ratio(
 ) -> tuple[float, bool] | None:
     """``pick``'s time over the fastest candidate timed with it, and whether that came from
     ``labels``: from ``record`` where it timed the pick, else from the label of its problem
-    timed under the same TF32 rule; None where neither timed it."""
+    whose Triton kernels ran the same precision as the record's (:func:`_same_precision`); None
+    where neither timed it."""
     ratio = _ratio(pick, record)
     if ratio is not None:
         return ratio, False
     label = (labels or {}).get(record.problem)
-    ratio = _ratio(pick, label) if label is not None and label.tf32_rule == record.tf32_rule else None
+    ratio = _ratio(pick, label) if label is not None and _same_precision(record, label) else None
     return None if ratio is None else (ratio, True)
+
+
+def _same_precision(record: ProblemTimings, label: ProblemTimings) -> bool:
+    """Whether the Triton kernels of ``record`` and ``label`` (one problem) ran TF32 alike: the
+    TF32 rules they were timed under differ only for a float32 problem allowing TF32 that one
+    rule runs as TF32 and the other does not."""
+    return triton_tf32_active(record.problem, record.tf32_rule) == triton_tf32_active(label.problem, label.tf32_rule)
 
 
 def _ratio(pick: KernelConfig, record: ProblemTimings) -> float | None:
