@@ -497,6 +497,33 @@ def test_train_judges_untimed_out_of_fold_picks_from_pick_labels_of_the_same_dev
     assert not (tmp_path / "other").exists()
 
 
+def test_train_on_pick_labels_trains_the_network_on_the_records_joined_with_their_labels(capsys, tmp_path):
+    import torch
+    from synthetic_timings import H100, write_dataset
+
+    from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, load_dataset, write_shard
+    from diode_backend.offline.pick_labels import joined
+    from diode_backend.offline.train import data_digest, inference_hardware, usable
+
+    data = write_dataset(tmp_path / "data", train=24, validation=4)
+    dataset = load_dataset([data])
+    records, hardware = dataset.split("train"), inference_hardware(dataset.hardware)
+    slow = KernelConfig("triton", "triton::mm", 256, 128, 64, 3, 8, 8)  # a pick the data never timed
+    labels = [ProblemTimings(r.problem, (r.configs[0], slow), (r.times_us[0], 50.0 * min(r.times_us))) for r in records[:6]]
+    write_shard(tmp_path / "labels" / "part-000.msgpack", DatasetMeta(H100, {}), labels)
+    code, out, err = run(capsys, "train", str(data), "-o", str(tmp_path / "model"), "--pick-labels", str(tmp_path / "labels"),
+                         "--train-on-pick-labels", *QUICK_TRAIN)  # fmt: skip
+    assert code == 0, err
+    assert "trained on the pick labels of 6 training problems" in out
+    training = torch.load(tmp_path / "model" / "model.pt", weights_only=True)["training"]
+    assert training["trained_on_pick_labels"] == 6
+    by_problem = {label.problem: label for label in load_dataset([tmp_path / "labels"]).problems}
+    assert training["data_digest"] == data_digest(usable(joined(records, by_problem)), hardware)
+    assert training["data_digest"] != data_digest(usable(records), hardware)
+    code, _, err = run(capsys, "train", str(data), "-o", str(tmp_path / "other"), "--train-on-pick-labels", *QUICK_TRAIN)
+    assert code == 2 and "--train-on-pick-labels: trains on the datasets of --pick-labels; add --pick-labels DATA" in err
+
+
 def test_train_writes_the_candidate_kinds_its_model_learnt_into_the_manifest(capsys, tmp_path):
     """A kind timed in the training problems is one the model learnt (decompose-k here); one
     timed only in validation problems, or in a training problem too small to learn from

@@ -7,7 +7,7 @@ import pytest
 from synthetic_timings import H100
 
 from diode_backend.offline.dataset import DatasetError, DatasetMeta, ProblemTimings, load_dataset, write_shard
-from diode_backend.offline.pick_labels import load_pick_labels, pick_ratio
+from diode_backend.offline.pick_labels import joined, load_pick_labels, pick_ratio
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
 ATEN = KernelConfig("aten", "aten::mm")
@@ -67,3 +67,19 @@ def test_labels_of_another_device_are_refused(tmp_path):
     with pytest.raises(DatasetError, match="timed on .*A100.*, the data judged on .*H100"):
         load_pick_labels([tmp_path], H100.key)
     assert load_pick_labels([tmp_path], other.key)
+
+
+def test_a_label_joins_its_record_with_its_times_on_the_records_day(read_back):
+    records, labels = read_back
+    half = records["half"]
+    (joined_half,) = joined([half], labels)
+    # the label timed TIMED at 8.0 where the record has 9.0: its PICK (6.0) is 6.75 on the record's day
+    assert joined_half.configs == (ATEN, TIMED, PICK)
+    assert joined_half.times_us == pytest.approx((10.0, 9.0, 6.0 * 9.0 / 8.0))
+    assert joined_half.problem == half.problem and joined_half.split == half.split
+    assert joined([records["tf32 unaligned"]], labels) == [records["tf32 unaligned"]]  # another precision
+    assert joined([half], {}) == [half]
+    nothing_shared = {half.problem: ProblemTimings(half.problem, (PICK,), (6.0,))}
+    assert joined([half], nothing_shared) == [half]  # no day to scale it to
+    nothing_new = {half.problem: ProblemTimings(half.problem, (TIMED, ATEN), (1.0, 2.0))}
+    assert joined([half], nothing_new) == [half]

@@ -4,14 +4,18 @@ A problem's record times a quarter of the candidates DIODE ranks at compile time
 pick over the whole list is often a config the record never timed, and whether it is a hit is
 unknown. ``diode collect sweep --space listed`` times such picks beside the fastest tile known,
 on one day, into a dataset of their own (the pick labels); ``diode train --pick-labels`` and
-``diode validate --pick-labels`` judge an untimed pick from it.
+``diode validate --pick-labels`` judge an untimed pick from it, and ``diode train
+--train-on-pick-labels`` also trains the network on them (:func:`joined`): a pick that was
+slow is what a model that picked it has to learn.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from ..problem import GemmProblem, KernelConfig
 from ..tf32 import triton_tf32_active
@@ -52,5 +56,37 @@ def _same_precision(record: ProblemTimings, label: ProblemTimings) -> bool:
 
 
 def _ratio(pick: KernelConfig, record: ProblemTimings) -> float | None:
-    times = {c: t for c, t in zip(record.configs, record.times_us) if math.isfinite(t) and t > 0}
+    times = _timed(record)
     return times[pick] / min(times.values()) if pick in times else None
+
+
+def joined(records: Sequence[ProblemTimings], labels: Mapping[GemmProblem, ProblemTimings]) -> list[ProblemTimings]:
+    """``records``, each with its problem's label joined in where the label's Triton kernels ran
+    the same precision: the candidates the label timed and the record did not, their times
+    scaled to the record's day by the median ratio of the candidates both timed (ATen's calls and
+    the reference tile). A record without such a label, or sharing no timed candidate with it,
+    is returned as it was."""
+    out = []
+    for record in records:
+        label = labels.get(record.problem)
+        out.append(_joined(record, label) if label is not None and _same_precision(record, label) else record)
+    return out
+
+
+def _joined(record: ProblemTimings, label: ProblemTimings) -> ProblemTimings:
+    mine = _timed(record)
+    theirs = _timed(label)
+    common = [mine[c] / t for c, t in theirs.items() if c in mine]
+    extra = [(c, t) for c, t in theirs.items() if c not in record.configs]
+    if not common or not extra:
+        return record
+    scale = statistics.median(common)
+    return replace(
+        record,
+        configs=record.configs + tuple(c for c, _ in extra),
+        times_us=record.times_us + tuple(t * scale for _, t in extra),
+    )
+
+
+def _timed(record: ProblemTimings) -> dict[KernelConfig, float]:
+    return {c: t for c, t in zip(record.configs, record.times_us) if math.isfinite(t) and t > 0}

@@ -93,6 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(`diode collect sweep --space listed`, e.g. of benchmarks/h100_pick_labels_plan.py's list): "
         "a fold model's untimed pick is judged from them, so the confidence is fitted on those too",
     )
+    parser.add_argument(
+        "--train-on-pick-labels",
+        action="store_true",
+        help="with --pick-labels: train the network on them too; a training problem's record gains "
+        "the candidates its label timed, scaled to the record's day by the candidates both timed",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -116,14 +122,20 @@ def run(args: argparse.Namespace) -> int:
     from ..dataset import load_dataset
     from ..families import check_families, family_of, parse_families, without_families
     from ..out_of_fold import train_out_of_fold
+    from ..pick_labels import joined
     from .labels import read_pick_labels
     from ..train import TrainOptions, check_named_split, inference_hardware, train, write_model_manifest
     from . import CommandError, UsageError
 
     if args.hit_model_folds and args.confidence != "logistic":
         raise UsageError("--hit-model-folds: fits the logistic confidence; add --confidence logistic")
-    if args.pick_labels and not args.hit_model_folds:
-        raise UsageError("--pick-labels: judges the picks of fold models; add --confidence logistic --hit-model-folds K")
+    if args.train_on_pick_labels and not args.pick_labels:
+        raise UsageError("--train-on-pick-labels: trains on the datasets of --pick-labels; add --pick-labels DATA")
+    if args.pick_labels and not (args.hit_model_folds or args.train_on_pick_labels):
+        raise UsageError(
+            "--pick-labels: judges the picks of fold models; add --confidence logistic --hit-model-folds K, "
+            "or --train-on-pick-labels to train on them"
+        )
     if args.threads:
         torch.set_num_threads(args.threads)
     dataset = load_dataset(args.data)
@@ -145,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     pick_labels = read_pick_labels(args.pick_labels, dataset.hardware.key) if args.pick_labels else {}
+    metadata = {}
+    if args.train_on_pick_labels:
+        plain, problems = problems, joined(problems, pick_labels)
+        metadata["trained_on_pick_labels"] = sum(a is not b for a, b in zip(plain, problems))
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
     options = TrainOptions(**{name: getattr(args, name) for name in _OPTION_HELP})
@@ -154,12 +170,12 @@ def run(args: argparse.Namespace) -> int:
     if args.hit_model_folds:
         result = train_out_of_fold(
             problems, hardware, extractor, output, options, folds=args.hit_model_folds, resume=args.resume,
-            progress=progress, pick_labels=pick_labels, **split_by,
+            progress=progress, pick_labels=pick_labels, metadata=metadata, **split_by,
         )  # fmt: skip
     else:
         result = train(
             problems, hardware, extractor, output, options, resume=args.resume, confidence=args.confidence,
-            progress=progress, **split_by,
+            progress=progress, metadata=metadata, **split_by,
         )  # fmt: skip
     manifest = write_model_manifest(
         args.output,
@@ -181,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"held out families: {', '.join(held_out)}")
     if result.unusable_problems:
         print(f"left out {result.unusable_problems} training problems with fewer than two timed candidates")
+    if metadata:
+        print(f"trained on the pick labels of {metadata['trained_on_pick_labels']} training problems")
     if result.hit_model_problems:
         where = f"out-of-fold rankings of {args.hit_model_folds} fold models" if args.hit_model_folds else "held-out families"
         print(f"logistic confidence fitted on {result.hit_model_problems} problems ({where})")

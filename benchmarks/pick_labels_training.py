@@ -1,0 +1,127 @@
+"""The study of ``benchmarks/results/h100_pick_labels_training.md``: fold models of the shipped
+recipe trained on the records joined with their pick labels (J) against the shipped model's fold
+models (B), each ranking the training families it was trained without over the compile-time
+list, every pick judged against the joined records; and J's untimed picks listed to time next.
+CPU only.
+
+    python benchmarks/pick_labels_training.py trained_models/data/h100/dataset \\
+        --pick-labels trained_models/data/h100/pick-labels --baseline /tmp/oof/model.pt \\
+        --output /tmp/joined/model.pt --resume --out benchmarks/results/h100_pick_labels_training.json \\
+        --target trained_models/data/h100/problems/pick-labels-2-train.json
+
+B's fold models are ``BASELINE.folds`` (as ``h100_pick_labels_plan.py --output BASELINE`` trains
+them: the same folds); J's go to ``OUTPUT.folds``, trained there or, with ``--resume``, reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from h100_pick_labels_plan import listed_picks  # noqa: E402
+from runtime_list_confidence import CALIBRATION, HOLDOUT, STOPPING  # noqa: E402
+
+from diode_backend import registry  # noqa: E402
+from diode_backend.model.checkpoint import load_checkpoint  # noqa: E402
+from diode_backend.model.network import FrozenTimingModel  # noqa: E402
+from diode_backend.offline.collect import shapes  # noqa: E402
+from diode_backend.offline.compile_time import compile_time_signals  # noqa: E402
+from diode_backend.offline.dataset import load_dataset  # noqa: E402
+from diode_backend.offline.families import family_of  # noqa: E402
+from diode_backend.offline.out_of_fold import fold_folder, rank_out_of_fold  # noqa: E402
+from diode_backend.offline.pick_labels import joined, load_pick_labels  # noqa: E402
+from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa: E402
+from diode_backend.workload import workload_class  # noqa: E402
+
+
+def regret_figures(ratios: list[float]) -> dict:
+    """Geomean, p90 and worst of top-1 regrets (None for none)."""
+    if not ratios:
+        return {"problems": 0, "geomean": None, "p90": None, "worst": None}
+    ordered = sorted(ratios)
+    return {
+        "problems": len(ratios),
+        "geomean": math.exp(sum(map(math.log, ratios)) / len(ratios)),
+        "p90": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
+        "worst": ordered[-1],
+    }
+
+
+def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
+    """B's and J's pick ratios by problem index (judged picks only) compared where both are
+    judged, overall and per workload class (``classes`` by index), with J's unjudged count."""
+    both = sorted(picks["B"].keys() & picks["J"].keys())
+    out = {
+        "judged": {name: len(found) for name, found in picks.items()},
+        "j_unjudged_where_b_judged": len(picks["B"].keys() - picks["J"].keys()),
+        "both": {name: regret_figures([picks[name][i] for i in both]) for name in picks},
+        "by_class": {},
+    }
+    for cls in sorted({classes[i] for i in both}):
+        members = [i for i in both if classes[i] == cls]
+        out["by_class"][cls] = {name: regret_figures([picks[name][i] for i in members]) for name in picks}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="+")
+    parser.add_argument("--pick-labels", nargs="+", required=True)
+    parser.add_argument("--baseline", type=Path, required=True, help="B's fold models are BASELINE.folds")
+    parser.add_argument("--output", required=True, help="J's fold models go to OUTPUT.folds")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--target", type=Path, help="write J's untimed picks to time here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    dataset = load_dataset(args.data)
+    hardware = inference_hardware(dataset.hardware)
+    extractor = registry.feature_extractors()["gemm"]
+    labels = load_pick_labels(args.pick_labels, dataset.hardware.key)
+    records = dataset.split("train")
+    joined_records = joined(records, labels)
+    recipe = {"folds": 3, "holdout_families": HOLDOUT, "stopping_families": STOPPING, "calibration_families": CALIBRATION}
+    new = rank_out_of_fold(joined_records, hardware, extractor, args.output, TrainOptions(), resume=args.resume, **recipe)
+    baseline = [fold_folder(args.baseline) / f"fold-{k}.pt" for k in range(len(new.folds))]
+    if not all(path.is_file() for path in baseline):
+        raise SystemExit(f"{fold_folder(args.baseline)}: B's fold models are missing (h100_pick_labels_plan.py --output trains them)")
+    picks: dict[str, dict[int, float]] = {"B": {}, "J": {}}
+    ranked, classes, listed = [], [], {}
+    kinds = {config.kind for record in records for config in record.configs}
+    for families, *paths in zip(new.folds, baseline, new.checkpoints):
+        members = [r for r in joined_records if family_of(r) in families]
+        offset = len(ranked)
+        ranked += members
+        classes += [workload_class(r.problem) for r in members]
+        for name, path in zip(picks, paths):
+            checkpoint = load_checkpoint(path)
+            for index, _, ratio, _ in compile_time_signals(checkpoint.model, checkpoint.novelty["support"], members, extractor, hardware):
+                picks[name][offset + index] = ratio
+        listed.update(listed_picks(FrozenTimingModel(load_checkpoint(paths[1]).model), members, hardware, kinds))
+    result = {
+        "study": "benchmarks/results/h100_pick_labels_training.md",
+        "folds": new.folds,
+        "ranked": len(ranked),
+        "joined_records": sum(a is not b for a, b in zip(records, joined_records)),
+        **compare(picks, classes),
+        "j_untimed_listed": len(listed),
+    }
+    if args.target:
+        named = [(f"pick-labels-2:{family_of(record)}", record.problem) for record in listed]
+        shapes.to_json(named, args.target, "pick-labels-2-train", configs=dict((r.problem, w) for r, w in listed.items()))
+        result["listed_by_class"] = dict(sorted(Counter(workload_class(r.problem) for r in listed).items()))
+        result["listed_pairs"] = sum(len(w) for w in listed.values())
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
