@@ -1,0 +1,26 @@
+"""``benchmarks/pick_labels_training.py``: B's and J's out-of-fold picks compared where both are
+judged, and J's picks judged by nothing counted apart."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def study(benchmark_scripts):
+    return benchmark_scripts("runtime_list_confidence", "h100_pick_labels_plan", "pick_labels_training")[2]
+
+
+def test_picks_are_compared_where_both_are_judged_and_j_unjudged_counted_apart(study):
+    picks = {"B": {0: 1.0, 1: 1.5, 2: 1.2, 3: 1.1}, "J": {0: 1.0, 1: 1.0, 3: 1.3, 4: 1.0}}
+    classes = ["decode", "narrow", "narrow", "decode", "fp32"]
+    result = study.compare(picks, classes)
+    assert result["judged"] == {"B": 4, "J": 4}
+    assert result["j_unjudged_where_b_judged"] == 1  # problem 2
+    both = result["both"]  # problems 0, 1 and 3
+    assert both["B"]["problems"] == both["J"]["problems"] == 3
+    assert both["B"]["geomean"] == pytest.approx((1.0 * 1.5 * 1.1) ** (1 / 3))
+    assert (both["J"]["worst"], both["B"]["worst"]) == (1.3, 1.5)
+    assert set(result["by_class"]) == {"decode", "narrow"}
+    assert result["by_class"]["narrow"]["J"] == {"problems": 1, "geomean": pytest.approx(1.0), "p90": 1.0, "worst": 1.0}
+    assert study.regret_figures([]) == {"problems": 0, "geomean": None, "p90": None, "worst": None}
