@@ -109,7 +109,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _bool,
     ),
     OptionSpec(
-        "diode_confidence_threshold", 0.97, float | int,
+        "diode_confidence_threshold", 0.98, float | int,
         "Probability (0..1) that the top pick is within 5% of the fastest candidate, at or above "
         "which fast_autotune keeps the single pick.",
         _probability,
