@@ -83,3 +83,17 @@ def test_a_label_joins_its_record_with_its_times_on_the_records_day(read_back):
     assert joined([half], nothing_shared) == [half]  # no day to scale it to
     nothing_new = {half.problem: ProblemTimings(half.problem, (TIMED, ATEN), (1.0, 2.0))}
     assert joined([half], nothing_new) == [half]
+
+
+def test_labels_of_several_rounds_are_one_label_per_problem_on_the_first_rounds_day(tmp_path):
+    problem = PROBLEMS["half"]
+    other = KernelConfig("triton", "triton::mm", 32, 64, 64, 4, 4, 8)
+    _shard(tmp_path / "round-1", [ProblemTimings(problem, (PICK, TIMED), (6.0, 8.0))], rule="always")
+    _shard(tmp_path / "round-2", [ProblemTimings(problem, (TIMED, other), (4.0, 3.0))], rule="always")
+    (label,) = load_pick_labels([tmp_path / "round-1", tmp_path / "round-2"], H100.key).values()
+    assert label.configs == (PICK, TIMED, other)
+    assert label.times_us == pytest.approx((6.0, 8.0, 6.0))  # round two ran at half round one's times
+    record = ProblemTimings(problem, (ATEN, TIMED), (10.0, 8.0))
+    assert pick_ratio(other, record, {problem: label}) == (pytest.approx(1.0), True)
+    with pytest.raises(DatasetError, match="round-3"):
+        load_pick_labels([tmp_path / "round-1", tmp_path / "round-3"], H100.key)

@@ -23,14 +23,21 @@ from .dataset import DatasetError, ProblemTimings, load_dataset
 
 
 def load_pick_labels(paths: Iterable[str | os.PathLike], hardware_key: str) -> dict[GemmProblem, ProblemTimings]:
-    """The pick labels under ``paths``, by problem.
+    """The pick labels under ``paths``, by problem. Each path is one collection (a round of
+    labels): a problem labelled in several is one label, the later rounds' candidates joined
+    into the earliest's as :func:`joined` joins a label into a record.
 
-    :raises DatasetError: no shards there, or timed on another device than ``hardware_key``.
+    :raises DatasetError: no shards under a path, or timed on another device than ``hardware_key``.
     """
-    labels = load_dataset(list(paths))
-    if labels.hardware.key != hardware_key:
-        raise DatasetError(f"timed on {labels.hardware.key}, the data judged on {hardware_key}")
-    return {record.problem: record for record in labels.problems}
+    labels: dict[GemmProblem, ProblemTimings] = {}
+    for path in paths:
+        round_ = load_dataset([path])
+        if round_.hardware.key != hardware_key:
+            raise DatasetError(f"timed on {round_.hardware.key}, the data judged on {hardware_key}")
+        for label in round_.problems:
+            earlier = labels.get(label.problem)
+            labels[label.problem] = label if earlier is None else joined([earlier], {label.problem: label})[0]
+    return labels
 
 
 def pick_ratio(
