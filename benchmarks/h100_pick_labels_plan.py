@@ -4,6 +4,8 @@
         # writes trained_models/data/h100/problems/pick-labels-train.json
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout trained_models/nvidia-h100-gemm/model.pt
         # writes trained_models/data/h100/problems/pick-labels-validation.json
+    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout MODEL.pt --round 2 \
+        --target trained_models/data/h100/problems/pick-labels-2-validation.json   # a later round's list
 
 The shipped confidence is fitted out of fold on the training problems whose compile-time pick
 (DIODE's ranking over Inductor's whole candidate list) was timed: 2,198 of 4,719. The others
@@ -96,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         "measure its confidence on them (written to pick-labels-validation.json)",
     )  # fmt: skip
     parser.add_argument("--target", type=Path)
+    parser.add_argument(
+        "--round", type=int, default=1,
+        help="the round of labels the list is for: round N > 1 names it pick-labels-N-SPLIT (with --target)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.heldout and not args.output:
         parser.error("give --output (the fold models' folder) or --heldout MODEL")
@@ -107,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.heldout:
         heldout = [r for r in dataset.split("validation") if family_of(r) in HOLDOUT]
         groups = [(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]
-        name, target = "pick-labels-validation", args.target or VALIDATION_TARGET
+        split, target = "validation", args.target or VALIDATION_TARGET
     else:
         ranked = rank_out_of_fold(
             records, hardware, registry.feature_extractors()["gemm"], args.output, TrainOptions(), folds=3,
@@ -117,9 +123,11 @@ def main(argv: list[str] | None = None) -> int:
             (FrozenTimingModel(load_checkpoint(path).model), [r for r in records if family_of(r) in families])
             for families, path in zip(ranked.folds, ranked.checkpoints)
         ]
-        name, target = "pick-labels-train", args.target or TARGET
+        split, target = "train", args.target or TARGET
     listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds).items()}
-    named = [(f"pick-labels:{family_of(record)}", record.problem) for record in listed]
+    prefix = "pick-labels" if args.round == 1 else f"pick-labels-{args.round}"
+    name = f"{prefix}-{split}"
+    named = [(f"{prefix}:{family_of(record)}", record.problem) for record in listed]
     shapes.to_json(named, target, name, configs={record.problem: wanted for record, wanted in listed.items()})
     classes = Counter(workload_class(record.problem) for record in listed)
     pairs = sum(len(c) for c in listed.values())

@@ -11,6 +11,7 @@ from diode_backend import catalog
 from diode_backend.offline.collect import plan, shapes
 from diode_backend.offline.dataset import ProblemTimings, load_dataset
 from diode_backend.offline.families import family_of
+from diode_backend.offline.pick_labels import joined, load_pick_labels
 from diode_backend.problem import GemmProblem, KernelConfig
 
 DATA = Path(__file__).resolve().parent.parent / "trained_models" / "data" / "h100"
@@ -35,14 +36,21 @@ def test_an_untimed_pick_is_listed_with_the_next_untimed_and_the_fastest_timed_t
     assert script.to_time(order, only_aten) == (tile(64), tile(16), tile(128))
 
 
-@pytest.mark.parametrize("split", ["train", "validation"])
-def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, split):
+@pytest.mark.parametrize("prefix, split, least", [
+    ("pick-labels", "train", 1000), ("pick-labels", "validation", 50),
+    ("pick-labels-2", "train", 1000), ("pick-labels-2", "validation", 40),
+])  # fmt: skip
+def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, prefix, split, least):
     """Training problems of the fold families (fitting), held-out families' validation problems
-    (measuring only)."""
-    path = DATA / "problems" / f"pick-labels-{split}.json"
+    (measuring only). Round two's training list names picks that round one's labels did not time
+    either (pick_labels_training.py ranks the records joined with them)."""
+    path = DATA / "problems" / f"{prefix}-{split}.json"
     named, listed = shapes.from_json(path), shapes.listed_configs(path)
-    dataset = {r.problem: r for r in load_dataset(DATA / "dataset").split(split)}
-    assert len(named) >= (1000 if split == "train" else 50) and set(listed) == {p for _, p in named}
+    records = load_dataset(DATA / "dataset").split(split)
+    if (prefix, split) == ("pick-labels-2", "train"):
+        records = joined(records, load_pick_labels([DATA / "pick-labels"], load_dataset(DATA / "dataset").hardware.key))
+    dataset = {r.problem: r for r in records}
+    assert len(named) >= least and set(listed) == {p for _, p in named}
     if split == "train":
         outside = {*script.HOLDOUT, *script.STOPPING, *script.CALIBRATION}
     else:
@@ -50,7 +58,7 @@ def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(
     hardware = catalog.resolve_hardware("h100")
     for index, (generator, problem) in enumerate(named):
         record = dataset[problem]
-        assert generator == f"pick-labels:{family_of(record)}" and family_of(record) not in outside
+        assert generator == f"{prefix}:{family_of(record)}" and family_of(record) not in outside
         timed = dict(zip(record.configs, record.times_us))
         timed_triton = [c for c in timed if c.kind == "triton"]
         untimed = list(listed[problem][:-1] if timed_triton else listed[problem])
