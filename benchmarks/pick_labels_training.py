@@ -54,9 +54,15 @@ def regret_figures(ratios: list[float]) -> dict:
     }
 
 
+#: The rule: J ships if its geomean is lower than B's by at least this, and its p90 not higher.
+GEOMEAN_MARGIN = 0.005
+
+
 def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
     """B's and J's pick ratios by problem index (judged picks only) compared where both are
-    judged, overall and per workload class (``classes`` by index), with J's unjudged count."""
+    judged, overall and per workload class (``classes`` by index), with J's unjudged count, and
+    the rule of ``h100_pick_labels_training.md`` applied to them: binding once every pick of
+    both is judged (``complete``)."""
     both = sorted(picks["B"].keys() & picks["J"].keys())
     out = {
         "judged": {name: len(found) for name, found in picks.items()},
@@ -67,6 +73,11 @@ def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
     for cls in sorted({classes[i] for i in both}):
         members = [i for i in both if classes[i] == cls]
         out["by_class"][cls] = {name: regret_figures([picks[name][i] for i in members]) for name in picks}
+    b, j = out["both"]["B"], out["both"]["J"]
+    ships = bool(both) and j["geomean"] <= b["geomean"] - GEOMEAN_MARGIN and j["p90"] <= b["p90"]
+    out["rule"] = f"J ships if its geomean is lower than B's by at least {GEOMEAN_MARGIN} and its p90 not higher"
+    out["complete"] = len(both) == len(classes)
+    out["decision"] = "J" if ships else "B"
     return out
 
 
