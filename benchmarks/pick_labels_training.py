@@ -5,11 +5,14 @@ list, every pick judged against the joined records; and J's untimed picks listed
 CPU only.
 
     python benchmarks/pick_labels_training.py trained_models/data/h100/dataset \\
-        --pick-labels trained_models/data/h100/pick-labels --baseline /tmp/oof/model.pt \\
+        --pick-labels trained_models/data/h100/pick-labels [trained_models/data/h100/pick-labels-2] \\
+        --train-labels trained_models/data/h100/pick-labels --baseline /tmp/oof/model.pt \\
         --output /tmp/joined/model.pt --resume --out benchmarks/results/h100_pick_labels_training.json \\
         --target trained_models/data/h100/problems/pick-labels-2-train.json
 
-B's fold models are ``BASELINE.folds`` (as ``h100_pick_labels_plan.py --output BASELINE`` trains
+J trains on the records joined with ``--train-labels`` (default: ``--pick-labels``); every pick
+is judged against the records joined with all of ``--pick-labels``, a folder per round. B's fold
+models are ``BASELINE.folds`` (as ``h100_pick_labels_plan.py --output BASELINE`` trains
 them: the same folds); J's go to ``OUTPUT.folds``, trained there or, with ``--resume``, reused.
 """
 
@@ -84,22 +87,24 @@ def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="+")
-    parser.add_argument("--pick-labels", nargs="+", required=True)
+    parser.add_argument("--pick-labels", nargs="+", required=True, help="the labels picks are judged by, a folder per round")
+    parser.add_argument("--train-labels", nargs="+", help="the labels J trains on (default: --pick-labels)")
     parser.add_argument("--baseline", type=Path, required=True, help="B's fold models are BASELINE.folds")
     parser.add_argument("--output", required=True, help="J's fold models go to OUTPUT.folds")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--target", type=Path, help="write J's untimed picks to time here")
+    parser.add_argument("--round", type=int, default=2, help="the round of labels --target lists (names it pick-labels-N-train)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
-    labels = load_pick_labels(args.pick_labels, dataset.hardware.key)
     records = dataset.split("train")
-    joined_records = joined(records, labels)
+    judged_by = joined(records, load_pick_labels(args.pick_labels, dataset.hardware.key))
+    trained_on = joined(records, load_pick_labels(args.train_labels or args.pick_labels, dataset.hardware.key))
     recipe = {"folds": 3, "holdout_families": HOLDOUT, "stopping_families": STOPPING, "calibration_families": CALIBRATION}
-    new = rank_out_of_fold(joined_records, hardware, extractor, args.output, TrainOptions(), resume=args.resume, **recipe)
+    new = rank_out_of_fold(trained_on, hardware, extractor, args.output, TrainOptions(), resume=args.resume, **recipe)
     baseline = [fold_folder(args.baseline) / f"fold-{k}.pt" for k in range(len(new.folds))]
     if not all(path.is_file() for path in baseline):
         raise SystemExit(f"{fold_folder(args.baseline)}: B's fold models are missing (h100_pick_labels_plan.py --output trains them)")
@@ -107,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ranked, classes, listed = [], [], {}
     kinds = {config.kind for record in records for config in record.configs}
     for families, *paths in zip(new.folds, baseline, new.checkpoints):
-        members = [r for r in joined_records if family_of(r) in families]
+        members = [r for r in judged_by if family_of(r) in families]
         offset = len(ranked)
         ranked += members
         classes += [workload_class(r.problem) for r in members]
@@ -120,13 +125,15 @@ def main(argv: list[str] | None = None) -> int:
         "study": "benchmarks/results/h100_pick_labels_training.md",
         "folds": new.folds,
         "ranked": len(ranked),
-        "joined_records": sum(a is not b for a, b in zip(records, joined_records)),
+        "trained_on_labels": sum(a is not b for a, b in zip(records, trained_on)),
+        "judged_by_labels": sum(a is not b for a, b in zip(records, judged_by)),
         **compare(picks, classes),
         "j_untimed_listed": len(listed),
     }
     if args.target:
-        named = [(f"pick-labels-2:{family_of(record)}", record.problem) for record in listed]
-        shapes.to_json(named, args.target, "pick-labels-2-train", configs=dict((r.problem, w) for r, w in listed.items()))
+        named = [(f"pick-labels-{args.round}:{family_of(record)}", record.problem) for record in listed]
+        configs = {record.problem: wanted for record, wanted in listed.items()}
+        shapes.to_json(named, args.target, f"pick-labels-{args.round}-train", configs=configs)
         result["listed_by_class"] = dict(sorted(Counter(workload_class(r.problem) for r in listed).items()))
         result["listed_pairs"] = sum(len(w) for w in listed.values())
     args.out.write_text(json.dumps(result, indent=1) + "\n")

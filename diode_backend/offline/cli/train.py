@@ -95,9 +95,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--train-on-pick-labels",
-        action="store_true",
-        help="with --pick-labels: train the network on them too; a training problem's record gains "
-        "the candidates its label timed, scaled to the record's day by the candidates both timed",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="DATA",
+        help="pick labels to train the network on too, one folder per round: a training problem's "
+        "record gains the candidates its label timed, scaled to the record's day by the candidates "
+        "both timed (a pick they timed is then judged from the record)",
     )
     parser.add_argument("--resume", action="store_true", help="continue from the saved training state")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (default: torch's choice)")
@@ -129,13 +133,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hit_model_folds and args.confidence != "logistic":
         raise UsageError("--hit-model-folds: fits the logistic confidence; add --confidence logistic")
-    if args.train_on_pick_labels and not args.pick_labels:
-        raise UsageError("--train-on-pick-labels: trains on the datasets of --pick-labels; add --pick-labels DATA")
-    if args.pick_labels and not (args.hit_model_folds or args.train_on_pick_labels):
-        raise UsageError(
-            "--pick-labels: judges the picks of fold models; add --confidence logistic --hit-model-folds K, "
-            "or --train-on-pick-labels to train on them"
-        )
+    if args.pick_labels and not args.hit_model_folds:
+        raise UsageError("--pick-labels: judges the picks of fold models; add --confidence logistic --hit-model-folds K")
     if args.threads:
         torch.set_num_threads(args.threads)
     dataset = load_dataset(args.data)
@@ -159,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
     pick_labels = read_pick_labels(args.pick_labels, dataset.hardware.key) if args.pick_labels else {}
     metadata = {}
     if args.train_on_pick_labels:
-        plain, problems = problems, joined(problems, pick_labels)
+        plain = problems
+        problems = joined(plain, read_pick_labels(args.train_on_pick_labels, dataset.hardware.key, "--train-on-pick-labels"))
         metadata["trained_on_pick_labels"] = sum(a is not b for a, b in zip(plain, problems))
     hardware = inference_hardware(dataset.hardware)
     extractor = registry.feature_extractors()["gemm"]
