@@ -13,7 +13,6 @@ them for the shipped recipe.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_list_confidence import AUROC_SLACK, CALIBRATION, HOLDOUT, STOPPING, scored  # noqa: E402
+from runtime_list_confidence import AUROC_SLACK, CALIBRATION, HOLDOUT, STOPPING, fold_study_parser, scored  # noqa: E402
 
 from diode_backend import registry  # noqa: E402
 from diode_backend.model.hit_model import fit_hit_model, hit_probability  # noqa: E402
@@ -68,12 +67,8 @@ def compare(rows: Sequence[OutOfFoldRow]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", nargs="+")
+    parser = fold_study_parser(__doc__)
     parser.add_argument("--pick-labels", nargs="+", required=True)
-    parser.add_argument("--output", required=True, help="the fold models go to OUTPUT.folds")
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)

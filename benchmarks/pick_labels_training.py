@@ -18,7 +18,6 @@ them: the same folds); J's go to ``OUTPUT.folds``, trained there or, with ``--re
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -29,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from h100_pick_labels_plan import listed_picks  # noqa: E402
-from runtime_list_confidence import CALIBRATION, HOLDOUT, STOPPING  # noqa: E402
+from runtime_list_confidence import CALIBRATION, HOLDOUT, STOPPING, fold_study_parser  # noqa: E402
 
 from diode_backend import registry  # noqa: E402
 from diode_backend.model.checkpoint import load_checkpoint  # noqa: E402
@@ -85,14 +84,10 @@ def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", nargs="+")
+    parser = fold_study_parser(__doc__, output_help="J's fold models go to OUTPUT.folds")
     parser.add_argument("--pick-labels", nargs="+", required=True, help="the labels picks are judged by, a folder per round")
     parser.add_argument("--train-labels", nargs="+", help="the labels J trains on (default: --pick-labels)")
     parser.add_argument("--baseline", type=Path, required=True, help="B's fold models are BASELINE.folds")
-    parser.add_argument("--output", required=True, help="J's fold models go to OUTPUT.folds")
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--target", type=Path, help="write J's untimed picks to time here")
     parser.add_argument("--round", type=int, default=2, help="the round of labels --target lists (names it pick-labels-N-train)")
     args = parser.parse_args(argv)

@@ -62,13 +62,19 @@ def scored(probabilities: list[float], ratios: list[float]) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def fold_study_parser(doc: str, output_help: str = "the fold models go to OUTPUT.folds") -> argparse.ArgumentParser:
+    """The arguments every study of the shipped recipe's fold models takes: the dataset, where
+    the fold models go (``--resume`` reuses them) and the results JSON."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("data", nargs="+")
-    parser.add_argument("--output", required=True, help="the fold models go to OUTPUT.folds")
+    parser.add_argument("--output", required=True, help=output_help)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = fold_study_parser(__doc__).parse_args(argv)
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
     records = dataset.split("train")
