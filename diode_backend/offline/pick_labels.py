@@ -36,7 +36,7 @@ def load_pick_labels(paths: Iterable[str | os.PathLike], hardware_key: str) -> d
             raise DatasetError(f"timed on {round_.hardware.key}, the data judged on {hardware_key}")
         for label in round_.problems:
             earlier = labels.get(label.problem)
-            labels[label.problem] = label if earlier is None else joined([earlier], {label.problem: label})[0]
+            labels[label.problem] = label if earlier is None else _joined(earlier, label)
     return labels
 
 
@@ -73,14 +73,13 @@ def joined(records: Sequence[ProblemTimings], labels: Mapping[GemmProblem, Probl
     scaled to the record's day by the median ratio of the candidates both timed (ATen's calls and
     the reference tile). A record without such a label, or sharing no timed candidate with it,
     is returned as it was."""
-    out = []
-    for record in records:
-        label = labels.get(record.problem)
-        out.append(_joined(record, label) if label is not None and _same_precision(record, label) else record)
-    return out
+    return [_joined(record, label) if (label := labels.get(record.problem)) is not None else record for record in records]
 
 
 def _joined(record: ProblemTimings, label: ProblemTimings) -> ProblemTimings:
+    """``record`` with ``label`` (of its problem) joined in as :func:`joined` joins it."""
+    if not _same_precision(record, label):
+        return record
     mine = _timed(record)
     theirs = _timed(label)
     common = [mine[c] / t for c, t in theirs.items() if c in mine]

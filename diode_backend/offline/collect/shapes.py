@@ -131,18 +131,22 @@ def expand(
 def from_json(path: str | Path) -> list[Named]:
     """Problems listed in a JSON file: ``{"name": ..., "problems": [GemmProblem fields, ...]}``
     or a bare list; a problem's ``generator`` key overrides ``json:<name>``."""
+    name, entries = _entries(path)
+    return [(entry.get("generator", f"json:{name}"), GemmProblem.from_dict(entry)) for entry in entries]
+
+
+def _entries(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
+    """A problem list's name (the file's stem unless it names one) and its entries."""
     data = json.loads(Path(path).read_text())
-    name = Path(path).stem
     if isinstance(data, dict):
-        name, data = data.get("name", name), data["problems"]
-    return [(entry.get("generator", f"json:{name}"), GemmProblem.from_dict(entry)) for entry in data]
+        return data.get("name", Path(path).stem), data["problems"]
+    return Path(path).stem, data
 
 
 def listed_configs(path: str | Path) -> dict[GemmProblem, tuple[KernelConfig, ...]]:
     """The configs a problem list names per problem (an entry's ``configs``: KernelConfig
     fields, what the sweep's ``listed`` space times); problems without are left out."""
-    data = json.loads(Path(path).read_text())
-    entries = data["problems"] if isinstance(data, dict) else data
+    _, entries = _entries(path)
     return {
         GemmProblem.from_dict(entry): tuple(KernelConfig.from_dict(c) for c in entry["configs"])
         for entry in entries if entry.get("configs")
