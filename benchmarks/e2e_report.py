@@ -31,12 +31,12 @@ import statistics
 import sys
 from pathlib import Path
 
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation  # noqa: E402
 
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
+from diode_backend.offline import validate  # noqa: E402
 from diode_backend.options import OPTIONS  # noqa: E402
 
 SINGLE_PICK, DEFAULTS, MAX_AUTOTUNE = "diode_pick", "diode_fast", "max_autotune_default"
@@ -69,11 +69,9 @@ def ratios(rows: list[dict], mode: str, reference: str) -> list[tuple[dict, floa
 
 
 def spread(values: list[float]) -> dict | None:
-    """Geometric mean, 90th percentile (as ``e2e_validation.summarize_rows``) and worst."""
-    if not values:
-        return None
-    t = torch.tensor(values, dtype=torch.float64)
-    return {"rows": len(values), "geomean": float(t.log().mean().exp()), "p90": float(torch.quantile(t, 0.9)), "worst": float(t.max())}
+    """Rows, geometric mean, 90th percentile and worst (``validate.spread``, as
+    ``e2e_validation.summarize_rows``)."""
+    return {"rows": len(values), **validate.spread(values)} if values else None
 
 
 def confidence(figures: dict) -> float | None:

@@ -40,20 +40,16 @@ from diode_backend.offline.families import family_of  # noqa: E402
 from diode_backend.offline.out_of_fold import fold_folder, rank_out_of_fold  # noqa: E402
 from diode_backend.offline.pick_labels import joined, load_pick_labels  # noqa: E402
 from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa: E402
+from diode_backend.offline.validate import spread  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402
 
 
 def regret_figures(ratios: list[float]) -> dict:
-    """Geomean, p90 and worst of top-1 regrets (None for none)."""
+    """Geomean, p90 and worst of top-1 regrets (as the validation report: ``validate.spread``),
+    None for none."""
     if not ratios:
         return {"problems": 0, "geomean": None, "p90": None, "worst": None}
-    ordered = sorted(ratios)
-    return {
-        "problems": len(ratios),
-        "geomean": math.exp(sum(map(math.log, ratios)) / len(ratios)),
-        "p90": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
-        "worst": ordered[-1],
-    }
+    return {"problems": len(ratios), **spread(ratios)}
 
 
 #: The rule: J ships if its geomean is lower than B's by at least this, and its p90 not higher.
