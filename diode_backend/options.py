@@ -109,7 +109,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _bool,
     ),
     OptionSpec(
-        "diode_confidence_threshold", 0.98, float | int,
+        "diode_confidence_threshold", 0.95, float | int,
         "Probability (0..1) that the top pick is within 5% of the fastest candidate, at or above "
         "which fast_autotune keeps the single pick.",
         _probability,
@@ -128,7 +128,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _bool,
     ),
     OptionSpec(
-        "diode_top_k", 8, int,
+        "diode_top_k", 7, int,
         "At most how many candidates within diode_measure_ratio of the predicted best DIODE "
         "measures when it is not confident (every ATen candidate, the predicted-best Triton one and "
         "the unscored ones are measured besides).",
