@@ -10,7 +10,7 @@ decided by OLD_MODEL's confidence). Each row's confidence is computed as DIODE c
 compile time, on the CPU: the model ranks Inductor's whole EXHAUSTIVE candidate list for the
 problem (``tradeoff.runtime_ranking``: ``registry.candidate_configs`` and
 ``policy.rank_candidates``, as ``diode predict`` does) under the run's TF32 rule. OLD_MODEL's figure is checked against the confidence the run
-recorded. Then, at the default threshold (``e2e_report.THRESHOLD``):
+recorded. Then, at ``--threshold`` (default: the runtime's default, :data:`THRESHOLD`):
 
 - a row NEW_MODEL trusts takes the single pick's measured runtime and compile time;
 - a row it does not trust takes the defaults' where OLD_MODEL did not trust it either (the run
@@ -40,11 +40,13 @@ import e2e_report  # noqa: E402
 from diode_backend import catalog, registry  # noqa: E402
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
 from diode_backend.offline.tradeoff import runtime_ranking  # noqa: E402
+from diode_backend.options import OPTIONS  # noqa: E402
 from diode_backend.problem import GemmProblem, HardwareInfo  # noqa: E402
 from diode_backend.scorer import GemmScorer  # noqa: E402
 
 #: The name the run's own defaults keep in a replayed row.
 OLD_DEFAULTS = "diode_fast_old"
+THRESHOLD = next(o.default for o in OPTIONS if o.name == "diode_confidence_threshold")
 
 
 def load_model(model: str, hardware: HardwareInfo) -> GemmScorer:
@@ -142,13 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offline", nargs=2, type=Path, metavar=("OLD_REPORT", "NEW_REPORT"),
                         help="the models' `diode validate --report` files on the run's problems: each row's "
                              "offline confidence (over the dataset's timed candidates) beside the runtime one")  # fmt: skip
+    parser.add_argument("--threshold", type=float, default=THRESHOLD, help=f"the new confidence's threshold (default {THRESHOLD})")
     parser.add_argument("--out", type=Path, help="write the replay here as JSON (default: print it)")
     args = parser.parse_args(argv)
     result = json.loads(args.result.read_text())
     # the device the run recorded, under its Inductor's TF32 rule (the CPU's torch may have another)
     hardware = dataclasses.replace(HardwareInfo.from_dict(result["hardware"]), triton_tf32_rule=run_tf32_rule(result))
     old_model, new_model = load_model(args.old, hardware), load_model(args.new, hardware)
-    threshold = e2e_report.THRESHOLD
+    threshold = args.threshold
     rows, check = [], {"rows": 0, "max_abs_difference": 0.0, "pick_differs": []}
     for row in result["rows"]:
         problem = GemmProblem.from_dict(row["problem"])

@@ -14,8 +14,8 @@ References of a row's runtimes:
 Reported per mode and reference: geometric mean, 90th percentile and worst; compile time; per
 workload class for the single pick (``diode_pick``) and the defaults (``diode_fast``); the
 defaults against max-autotune DEFAULT row by row; the defaults' rows over
-:data:`WORST_BOUND`; the single picks kept at or above the default confidence threshold that run
-over :data:`TRUSTED_BOUND`; the AUROC of the single pick's confidence predicting a hit
+:data:`WORST_BOUND`; the single picks the defaults kept alone in the run (at the run's own
+threshold, whatever the default is now) that run over :data:`TRUSTED_BOUND`; the AUROC of the single pick's confidence predicting a hit
 (within ``1 + calibration.HIT_TOLERANCE`` of the reference), with ``calibration.auroc``; and the
 defaults' compile time by what they did (kept one alone or measured) and the kind of kernel that
 won (``aten``, ``triton``, or the choice's name for another): a Triton winner is compiled once
@@ -37,13 +37,11 @@ import e2e_validation  # noqa: E402
 
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
 from diode_backend.offline import validate  # noqa: E402
-from diode_backend.options import OPTIONS  # noqa: E402
 
 SINGLE_PICK, DEFAULTS, MAX_AUTOTUNE = "diode_pick", "diode_fast", "max_autotune_default"
 REFERENCES = ("collector", "run", "best_known")
 #: Issue 14's bound on the defaults' worst row; issue 12's on a trusted single pick.
 WORST_BOUND, TRUSTED_BOUND = 1.15, 1.2
-THRESHOLD = next(o.default for o in OPTIONS if o.name == "diode_confidence_threshold")
 
 
 def reference_us(row: dict, reference: str) -> float | None:
@@ -72,6 +70,11 @@ def spread(values: list[float]) -> dict | None:
     """Rows, geometric mean, 90th percentile and worst (``validate.spread``, as
     ``e2e_validation.summarize_rows``)."""
     return {"rows": len(values), **validate.spread(values)} if values else None
+
+
+def kept_alone(row: dict) -> bool:
+    """Whether the defaults compiled ``row``'s pick alone, trusting its confidence."""
+    return bool(((row["modes"].get(DEFAULTS) or {}).get("diode") or {}).get("single_pick"))
 
 
 def confidence(figures: dict) -> float | None:
@@ -106,7 +109,7 @@ def compile_breakdown(rows: list[dict]) -> dict:
 def report(result: dict) -> dict:
     rows = result["rows"]
     modes = [m for m in result["modes"] if m != e2e_validation.CONTROL]
-    out: dict = {"rows": len(rows), "threshold": THRESHOLD, "modes": {}}
+    out: dict = {"rows": len(rows), "modes": {}}
     for mode in modes:
         done = [row["modes"][mode] for row in rows if "runtime_us" in row["modes"].get(mode, {})]
         compile_s = [f["compile_s"] for f in done]
@@ -134,8 +137,7 @@ def report(result: dict) -> dict:
         ref: [{"problem": row["describe"], "family": row["family"], "ratio": r} for row, r in ratios(rows, DEFAULTS, ref) if r > WORST_BOUND]
         for ref in REFERENCES
     }
-    picks = [(row, r) for row, r in ratios(rows, SINGLE_PICK, "run") if confidence(row["modes"][SINGLE_PICK]) is not None]
-    out["trusted"] = {"count": sum(confidence(row["modes"][SINGLE_PICK]) >= THRESHOLD for row, _ in picks)}
+    out["trusted"] = {"count": sum(map(kept_alone, rows))}
     out["confidence_auroc"] = {}
     for ref in REFERENCES:
         scored = [(confidence(row["modes"][SINGLE_PICK]), r) for row, r in ratios(rows, SINGLE_PICK, ref) if confidence(row["modes"][SINGLE_PICK]) is not None]
@@ -144,7 +146,7 @@ def report(result: dict) -> dict:
         out["confidence_auroc"][ref] = {"auroc": None if math.isnan(value) else value, "hits": sum(hits), "rows": len(scored)}
         out["trusted"][f"over_{TRUSTED_BOUND}_{ref}"] = [
             {"problem": row["describe"], "ratio": r} for row, r in ratios(rows, SINGLE_PICK, ref)
-            if (confidence(row["modes"][SINGLE_PICK]) or 0) >= THRESHOLD and r > TRUSTED_BOUND
+            if kept_alone(row) and r > TRUSTED_BOUND
         ]  # fmt: skip
     return out
 

@@ -14,7 +14,8 @@ def replay(benchmark_scripts):
 
 
 def pick(runtime_us: float, compile_s: float, confidence: float) -> dict:
-    return {"runtime_us": runtime_us, "compile_s": compile_s, "diode": {"decision": {"pick": "aten::mm", "confidence": confidence}}}
+    stats = {"single_pick": 1, "benchmarked_top_k": 0, "decision": {"pick": "aten::mm", "confidence": confidence}}
+    return {"runtime_us": runtime_us, "compile_s": compile_s, "diode": stats}
 
 
 def defaults(runtime_us: float, compile_s: float, trusted: bool) -> dict:
@@ -64,7 +65,7 @@ def test_each_row_takes_the_measured_figures_its_new_decision_would_have_run(rep
 def test_a_replayed_row_keeps_the_run_s_fastest_mode_as_its_reference(replay, result):
     import e2e_report
 
-    replayed, _ = replay.replayed_result(result, NEW, e2e_report.THRESHOLD)  # the threshold the report counts at
+    replayed, _ = replay.replayed_result(result, NEW, replay.THRESHOLD)
     out = e2e_report.report(replayed)
     # "trusted by the new only": 13 over the run's 10, which its old defaults measured
     assert out["modes"]["diode_fast"]["run"]["worst"] == pytest.approx(13.0 / 10.0)
