@@ -1,7 +1,7 @@
 """Issues 12 and 14's end-to-end figures from one run of ``benchmarks/e2e_validation.py``, each
 against three references, so that the choice of reference is visible rather than made here.
 
-    python benchmarks/e2e_report.py E2E.json [--out REPORT.json]
+    python benchmarks/e2e_report.py E2E.json [--rows-of OTHER_E2E.json] [--out REPORT.json]
 
 References of a row's runtimes:
 
@@ -154,14 +154,23 @@ def report(result: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("result", type=Path, help="a result file of benchmarks/e2e_validation.py (or e2e_merge.py)")
+    parser.add_argument("--rows-of", type=Path, metavar="E2E",
+                        help="report only the problems this other run has (to compare two runs on the same rows)")  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the report here as JSON (default: print it)")
     args = parser.parse_args(argv)
-    try:
-        result = json.loads(args.result.read_text())
-    except (OSError, ValueError) as exc:
-        parser.error(f"{args.result}: cannot read an e2e result ({exc})")
+    result = read_result(args.result, parser)
+    if args.rows_of:
+        kept = {row["describe"] for row in read_result(args.rows_of, parser)["rows"]}
+        result["rows"] = [row for row in result["rows"] if row["describe"] in kept]
     emit(report(result), args.out)
     return 0
+
+
+def read_result(path: Path, parser: argparse.ArgumentParser) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        parser.error(f"{path}: cannot read an e2e result ({exc})")
 
 
 def emit(value: dict, out: Path | None) -> None:

@@ -87,3 +87,13 @@ def test_the_command_writes_the_report_and_names_an_unreadable_file(reporter, re
     with pytest.raises(SystemExit):
         reporter.main([str(tmp_path / "missing.json")])
     assert "missing.json: cannot read an e2e result" in capsys.readouterr().err
+
+
+def test_rows_of_another_run_restricts_the_report_to_its_problems(reporter, result, tmp_path):
+    source, other, out = tmp_path / "e2e.json", tmp_path / "other.json", tmp_path / "report.json"
+    source.write_text(json.dumps(result))
+    other.write_text(json.dumps({**result, "rows": result["rows"][1:]}))  # row b only
+    assert reporter.main([str(source), "--rows-of", str(other), "--out", str(out)]) == 0
+    restricted = json.loads(out.read_text())
+    assert restricted["rows"] == 1 and restricted["modes"]["diode_fast"]["run"]["worst"] == pytest.approx(12.0 / 10.0)
+    assert restricted["defaults_over_max_autotune"]["best"] == pytest.approx(12.0 / 11.0)
