@@ -59,7 +59,10 @@ gets ``warm``: the earlier ``diode_fast`` decision's pick and kept count against
 ``diode_warm``'s, and whether the picks match (for a kept count above one the pick is the
 predicted best, not the kernel Inductor's benchmark then chose); the summary's ``warm`` gives
 diode_warm's compile time over no_autotune's and the share of matching picks. Triton's kernel
-cache is fresh in each run unless ``TRITON_CACHE_DIR`` is set to one folder for both.
+cache is fresh too, whatever ``TRITON_CACHE_DIR`` says: with ``force_disable_caches`` Inductor
+compiles each graph under ``torch._inductor.utils.fresh_cache``, which points
+``TRITON_CACHE_DIR`` at a new folder of its own, so a Triton decision is compiled from source
+again.
 
 Kernel caches kept: ``--kernel-cache DIR`` (with ``--warm-from``) measures the warm compile as a
 user's recompile on the same machine sees it too. After the pass above (every cache off, the

@@ -9,9 +9,10 @@
 #    less WARM_S (default 170), the time kept for step 2, and less 30 s for its imports and the
 #    merge of the parts at the end;
 # 2. the same script with --warm-from: the problems this call added compiled again in a new
-#    process with this call's DIODE prediction cache and Triton kernel cache (Inductor's caches
-#    off), continuing $RESUME/parts/wI.json. Earlier calls' caches are gone with their machine,
-#    so only this call's rows (cI.json) can be compiled warm. WARM_S=0 leaves this step out.
+#    process with this call's DIODE prediction cache, Inductor's caches off (which gives Triton a
+#    fresh kernel cache too: e2e_validation's docstring), continuing $RESUME/parts/wI.json.
+#    Earlier calls' caches are gone with their machine, so only this call's rows (cI.json) can
+#    be compiled warm. WARM_S=0 leaves this step out.
 # Then benchmarks/e2e_merge.py joins the parts. Under $OUT: e2e.json and e2e_warm.json (the
 # whole run so far) and parts.tgz (the parts and their logs: unpack it into $RESUME for the next call).
 set -u
