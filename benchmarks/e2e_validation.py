@@ -471,6 +471,18 @@ def unsteady_rounds(rows: list[dict]) -> list[dict]:
     ]
 
 
+def one_part(result: dict, path: str, parser: argparse.ArgumentParser) -> dict:
+    """``result`` as one part's file: a file ``e2e_merge.py`` made of one part (a run resumed
+    across GPU calls, merged after each) gets that part's own fields back; a file of several
+    parts cannot be continued by one process."""
+    parts = result.get("parts")
+    if parts is None:
+        return result
+    if len(parts) != 1:
+        parser.error(f"{path} joins {len(parts)} parts; resume each part's own file (parts.tgz of the call that wrote it)")
+    return {**result, **parts[0]}
+
+
 def warm_comparison(cold: dict, warm: dict) -> dict:
     """One problem's DIODE decision in the earlier (cold) run's ``diode_fast`` against the warm
     run's ``diode_warm`` (None where it failed or decided nothing)."""
@@ -737,7 +749,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": [],
     }
     if args.resume and Path(args.out).exists():
-        earlier = json.loads(Path(args.out).read_text())
+        earlier = one_part(json.loads(Path(args.out).read_text()), args.out, parser)
         if earlier.get("modes") != result["modes"]:
             parser.error(f"{args.out} was written with other --modes ({', '.join(earlier.get('modes', {}))})")
         if earlier.get("timing") != result["timing"]:

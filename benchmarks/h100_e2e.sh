@@ -5,7 +5,8 @@
 # its own DIODE and Triton caches, and every SHARDS-th problem (e2e_validation --shard I/N). Each
 # part:
 # 1. benchmarks/e2e_validation.py, every mode (or MODES) side by side, continuing
-#    $RESUME/parts/eI.json when it exists (carry $RESUME to the GPU machine), until SECONDS
+#    $RESUME/parts/eI.json when it exists (a part's file, or a committed e2e.json of one part;
+#    carry $RESUME to the GPU machine), until SECONDS
 #    less WARM_S (default 170), the time kept for step 2, and less 30 s for its imports and the
 #    merge of the parts at the end;
 # 2. the same script with --warm-from: the problems this call added compiled again in a new

@@ -61,6 +61,24 @@ def test_a_shard_resumes_only_its_own_file(scripts, data, tmp_path, capsys):
     assert "holds shard 1/3 of its run, not 0/3" in capsys.readouterr().err
 
 
+def test_a_merged_file_of_one_part_resumes_and_one_of_several_is_refused(scripts, data, tmp_path, capsys):
+    e2e, merger = scripts
+    part, merged = tmp_path / "part.json", tmp_path / "merged.json"
+    first = run(e2e, data, part, "--shard", "0/2")
+    assert len(first["rows"]) == 2
+    part.write_text(json.dumps({**first, "rows": first["rows"][:1]}))  # a call cut short after one row
+    assert merger.main([str(merged), str(part)]) == 0
+    resumed = run(e2e, data, merged, "--shard", "0/2", "--resume")
+    assert [row["describe"] for row in resumed["rows"]] == [row["describe"] for row in first["rows"]]
+    assert resumed["earlier_calls"][0]["environment"] == first["environment"]
+    other = tmp_path / "other.json"
+    run(e2e, data, other, "--shard", "1/2")
+    assert merger.main([str(merged), str(part), str(other)]) == 0
+    with pytest.raises(SystemExit):
+        run(e2e, data, merged, "--shard", "0/2", "--resume")
+    assert "joins 2 parts; resume each part's own file" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("shard", ["2/2", "1", "a/b", "-1/2"])
 def test_a_shard_that_is_not_i_of_n_is_refused(scripts, data, tmp_path, capsys, shard):
     e2e, _ = scripts
