@@ -162,6 +162,9 @@ def test_the_confidence_is_judged_again_over_the_list_diode_ranks_at_compile_tim
         "confidence": 0.99, "top1_regret": max(one.times_us) / min(one.times_us), "pick_label": False,
     }  # fmt: skip
     assert block["auroc"] == 0.0  # the one miss was the surest pick
+    # the compile-time pick's own regret, over the judged problems 1 to 3 (2 and 3 exact)
+    assert block["top1_regret"]["worst"] == max(one.times_us) / min(one.times_us)
+    assert block["top1_regret"]["geomean"] == pytest.approx((max(one.times_us) / min(one.times_us)) ** (1 / 3))
     assert block["trusted"] == {"threshold": DiodeOptions().diode_confidence_threshold, "problems": 2,
                                 "top1_regret_worst": max(one.times_us) / min(one.times_us)}  # fmt: skip
     assert listed == [H100] * 4 and block["judged_by_pick_labels"] == 0
@@ -219,6 +222,7 @@ def test_diode_train_then_validate(tmp_path, capsys):
     # judged again over Inductor's whole list, where the compile-time pick was timed
     assert report["compile_time_calibration"]["problems"] == 8 and "confidence at compile time" in out
     assert metrics.get("compile_time_judged") == report["compile_time_calibration"]["judged"]
+    assert metrics.get("compile_time_top1_regret_geomean") == report["compile_time_calibration"]["top1_regret"]["geomean"]
     # pick labels: the data's own problems stand in for a labels dataset of this device
     assert main(["validate", str(folder), str(data), "--pick-labels", str(data), "--report", str(report_path)]) == 0
     assert json.loads(report_path.read_text())["compile_time_calibration"]["judged_by_pick_labels"] == 0  # all timed there

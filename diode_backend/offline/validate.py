@@ -19,8 +19,9 @@ problem's candidates is charged ATen's time, which is what Inductor would run.
 
 DIODE ranks more at compile time than a problem's timed candidates: Inductor's whole list, about
 four times the collector's stratified sample. Given that list, the report adds
-``compile_time_calibration``: the model's confidence and pick over it, as DIODE computes them,
-judged where the pick was timed (the fastest timed candidate as the best) or, given pick labels
+``compile_time_calibration``: the model's confidence and pick over it, as DIODE computes them
+(the pick's ``top1_regret`` is what DIODE's single pick runs, offline), judged where the pick was
+timed (the fastest timed candidate as the best) or, given pick labels
 (:mod:`diode_backend.offline.pick_labels`), timed beside the fastest tile on another day, with
 the picks kept alone at the default threshold; the problems whose compile-time pick was not
 timed are counted.
@@ -335,6 +336,7 @@ def validate(
             judged = [compile_time[i] for i in indices if compile_time[i] is not None]
             block["compile_time_calibration"] = {
                 "problems": len(indices), "judged": len(judged), "judged_by_pick_labels": sum(labelled for *_, labelled in judged),
+                **({"top1_regret": spread([ratio for _, ratio, _ in judged])} if judged else {}),
                 **_calibration_block([(confidence, ratio) for confidence, ratio, _ in judged]),
             }  # fmt: skip
         return block

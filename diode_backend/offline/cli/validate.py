@@ -24,6 +24,9 @@ _MANIFEST_METRICS = (
     ("compile_time_calibration_ece", ("compile_time_calibration", "ece")),
     ("compile_time_confidence_auroc", ("compile_time_calibration", "auroc")),
     ("compile_time_judged", ("compile_time_calibration", "judged")),
+    ("compile_time_top1_regret_geomean", ("compile_time_calibration", "top1_regret", "geomean")),
+    ("compile_time_top1_regret_p90", ("compile_time_calibration", "top1_regret", "p90")),
+    ("compile_time_top1_regret_worst", ("compile_time_calibration", "top1_regret", "worst")),
     ("analytical_top1_regret_geomean", ("scorers", "analytical", "top1_regret", "geomean")),
     ("inductor_default_top1_regret_geomean", ("baselines", "inductor_default", "top1_regret", "geomean")),
     ("aten_top1_regret_geomean", ("baselines", "aten", "top1_regret", "geomean")),
@@ -197,11 +200,13 @@ def print_summary(report: dict[str, Any]) -> None:
     if compile_time:
         trusted = compile_time["trusted"]
         labelled = compile_time.get("judged_by_pick_labels", 0)
+        pick = compile_time.get("top1_regret", {})
         print(
             f"confidence at compile time (over Inductor's whole list; judged where the pick was timed, "
             f"{compile_time['judged']} of {compile_time['problems']}{f', {labelled} by the pick labels' if labelled else ''}): ECE {_figure(compile_time.get('ece'), 3)}, "
             f"AUROC {_figure(compile_time.get('auroc'), 3)}; {trusted['problems']} at confidence >= {trusted['threshold']}, "
-            f"worst top-1 {_figure(trusted['top1_regret_worst'], 3)}"
+            f"worst top-1 {_figure(trusted['top1_regret_worst'], 3)}; its pick (DIODE's single pick) top-1 "
+            f"{_figure(pick.get('geomean'), 3)} / p90 {_figure(pick.get('p90'), 3)} / worst {_figure(pick.get('worst'), 3)}"
         )
     print_groups("workload class", report["by_class"])
     print_groups("family", report["by_family"])
@@ -250,14 +255,18 @@ _GROUP_COLUMNS = (
     ("AUROC", ("calibration", "auroc")),
     ("trusted", ("calibration", "trusted", "problems")),
     ("trusted worst", ("calibration", "trusted", "top1_regret_worst")),
+    ("pick geo", ("compile_time_calibration", "top1_regret", "geomean")),
+    ("pick p90", ("compile_time_calibration", "top1_regret", "p90")),
+    ("pick worst", ("compile_time_calibration", "top1_regret", "worst")),
 )
 
 
 def print_groups(title: str, groups: dict[str, Any]) -> None:
     """The model's figures per group (workload class, family), one row each."""
     print(
-        f"\nby {title} (model; DEFAULT: best of Inductor's DEFAULT list; trusted: picks at or above "
-        "the default confidence threshold, which fast_autotune compiles alone)"
+        f"\nby {title} (model over the timed candidates; DEFAULT: best of Inductor's DEFAULT list; "
+        "trusted: picks at or above the default confidence threshold, which fast_autotune compiles "
+        "alone; pick: the compile-time pick over Inductor's whole list, where judged)"
     )
     print(f"{title:24}" + "".join(f"{heading:>14}" for heading, _ in _GROUP_COLUMNS))
     for name, figures in groups.items():
