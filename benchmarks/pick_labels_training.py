@@ -10,7 +10,8 @@ CPU only.
         --output /tmp/joined/model.pt --resume --out benchmarks/results/h100_pick_labels_training.json \\
         --target trained_models/data/h100/problems/pick-labels-2-train.json
 
-J trains on the records joined with ``--train-labels`` (default: ``--pick-labels``); every pick
+J trains on the records joined with ``--train-labels`` (default: ``--pick-labels``), with the
+shipped recipe's options but ``--hidden`` and ``--layers``; every pick
 is judged against the records joined with all of ``--pick-labels``, a folder per round. B's fold
 models are ``BASELINE.folds`` (as ``h100_pick_labels_plan.py --output BASELINE`` trains
 them: the same folds); J's go to ``OUTPUT.folds``, trained there or, with ``--resume``, reused.
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, required=True, help="B's fold models are BASELINE.folds")
     parser.add_argument("--target", type=Path, help="write J's untimed picks to time here")
     parser.add_argument("--round", type=int, default=2, help="the round of labels --target lists (names it pick-labels-N-train)")
+    parser.add_argument("--hidden", type=int, default=TrainOptions.hidden, help="J's hidden units per layer (B's are what they were trained with)")
+    parser.add_argument("--layers", type=int, default=TrainOptions.layers, help="J's hidden layers")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
@@ -95,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     judged_by = joined(records, load_pick_labels(args.pick_labels, dataset.hardware.key))
     trained_on = joined(records, load_pick_labels(args.train_labels or args.pick_labels, dataset.hardware.key))
     recipe = {"folds": 3, "holdout_families": HOLDOUT, "stopping_families": STOPPING, "calibration_families": CALIBRATION}
-    new = rank_out_of_fold(trained_on, hardware, extractor, args.output, TrainOptions(), resume=args.resume, **recipe)
+    options = TrainOptions(hidden=args.hidden, layers=args.layers)
+    new = rank_out_of_fold(trained_on, hardware, extractor, args.output, options, resume=args.resume, **recipe)
     baseline = [fold_folder(args.baseline) / f"fold-{k}.pt" for k in range(len(new.folds))]
     if not all(path.is_file() for path in baseline):
         raise SystemExit(f"{fold_folder(args.baseline)}: B's fold models are missing (h100_pick_labels_plan.py --output trains them)")
