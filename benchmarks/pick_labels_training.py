@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-labels", nargs="+", help="the labels J trains on (default: --pick-labels)")
     parser.add_argument("--baseline", type=Path, required=True, help="B's fold models are BASELINE.folds")
     parser.add_argument("--target", type=Path, help="write J's untimed picks to time here")
-    parser.add_argument("--round", type=int, default=2, help="the round of labels --target lists (names it pick-labels-N-train)")
+    parser.add_argument("--round", default="2", help="the round of labels --target lists (names it pick-labels-ROUND-train; "
+                        "a round timing two candidates' picks names each: 3, 3-capacity)")  # fmt: skip
     parser.add_argument("--hidden", type=int, default=TrainOptions.hidden, help="J's hidden units per layer (B's are what they were trained with)")
     parser.add_argument("--layers", type=int, default=TrainOptions.layers, help="J's hidden layers")
     args = parser.parse_args(argv)

@@ -37,12 +37,17 @@ def test_an_untimed_pick_is_listed_with_the_next_untimed_and_the_fastest_timed_t
 
 
 #: The label rounds whose picks a round's training list was drawn beside (joined into the records).
-EARLIER_ROUNDS = {"pick-labels-2": ["pick-labels"], "pick-labels-3": ["pick-labels", "pick-labels-2"]}
+EARLIER_ROUNDS = {
+    "pick-labels-2": ["pick-labels"],
+    "pick-labels-3": ["pick-labels", "pick-labels-2"],
+    "pick-labels-3-capacity": ["pick-labels", "pick-labels-2"],
+}
 
 
 @pytest.mark.parametrize("prefix, split, least", [
     ("pick-labels", "train", 1000), ("pick-labels", "validation", 50),
     ("pick-labels-2", "train", 1000), ("pick-labels-2", "validation", 40), ("pick-labels-3", "train", 600),
+    ("pick-labels-3-capacity", "train", 600),
 ])  # fmt: skip
 def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, prefix, split, least):
     """Training problems of the fold families (fitting), held-out families' validation problems
