@@ -6,6 +6,10 @@
         # writes trained_models/data/h100/problems/pick-labels-validation.json
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout MODEL.pt --round 2 \
         --target trained_models/data/h100/problems/pick-labels-2-validation.json   # a later round's list
+    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout MODEL.pt --round 3-capacity \
+        --pick-labels trained_models/data/h100/pick-labels trained_models/data/h100/pick-labels-2 \
+        --target trained_models/data/h100/problems/pick-labels-3-capacity-validation.json
+        # ... leaving out the picks earlier rounds' labels timed
 
 The shipped confidence is fitted out of fold on the training problems whose compile-time pick
 (DIODE's ranking over Inductor's whole candidate list) was timed: 2,198 of 4,719. The others
@@ -50,6 +54,7 @@ from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: 
 from diode_backend.offline.families import family_of  # noqa: E402
 from diode_backend.offline.compile_time import compile_time_predictions  # noqa: E402
 from diode_backend.offline.out_of_fold import rank_out_of_fold  # noqa: E402
+from diode_backend.offline.pick_labels import joined, load_pick_labels  # noqa: E402
 from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa: E402
 from diode_backend.problem import KIND_TRITON, KernelConfig  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402
@@ -99,19 +104,21 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--target", type=Path)
     parser.add_argument(
-        "--round", type=int, default=1,
-        help="the round of labels the list is for: round N > 1 names it pick-labels-N-SPLIT (with --target)",
+        "--round", default="1",
+        help="the round of labels the list is for: a round other than 1 names it pick-labels-ROUND-SPLIT (with --target)",
     )  # fmt: skip
+    parser.add_argument("--pick-labels", nargs="+", default=[], help="earlier rounds' labels, a folder each: the picks they timed are not listed")
     args = parser.parse_args(argv)
     if not args.heldout and not args.output:
         parser.error("give --output (the fold models' folder) or --heldout MODEL")
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
-    records = dataset.split("train")
+    labels = load_pick_labels(args.pick_labels, dataset.hardware.key) if args.pick_labels else {}
+    records = joined(dataset.split("train"), labels)
     hardware = inference_hardware(dataset.hardware)
     kinds = {config.kind for record in records for config in record.configs}
     if args.heldout:
-        heldout = [r for r in dataset.split("validation") if family_of(r) in HOLDOUT]
+        heldout = joined([r for r in dataset.split("validation") if family_of(r) in HOLDOUT], labels)
         groups = [(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]
         split, target = "validation", args.target or VALIDATION_TARGET
     else:
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         split, target = "train", args.target or TARGET
     listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds).items()}
-    prefix = "pick-labels" if args.round == 1 else f"pick-labels-{args.round}"
+    prefix = "pick-labels" if args.round == "1" else f"pick-labels-{args.round}"
     name = f"{prefix}-{split}"
     named = [(f"{prefix}:{family_of(record)}", record.problem) for record in listed]
     shapes.to_json(named, target, name, configs={record.problem: wanted for record, wanted in listed.items()})

@@ -218,7 +218,7 @@ def test_the_alignment_plan_trains_only_on_new_16_bit_linear_products_in_every_c
 RETIMING_LISTS = (
     "zoo-tf32-train.json", "zoo-tf32-validation.json", "pick-labels-train.json", "pick-labels-validation.json",
     "pick-labels-2-train.json", "pick-labels-2-validation.json", "pick-labels-3-train.json",
-    "pick-labels-3-capacity-train.json",
+    "pick-labels-3-validation.json", "pick-labels-3-capacity-train.json", "pick-labels-3-capacity-validation.json",
 )  # fmt: skip
 
 

@@ -36,28 +36,32 @@ def test_an_untimed_pick_is_listed_with_the_next_untimed_and_the_fastest_timed_t
     assert script.to_time(order, only_aten) == (tile(64), tile(16), tile(128))
 
 
-#: The label rounds whose picks a round's training list was drawn beside (joined into the records).
+#: The label rounds whose picks a list was drawn beside (joined into the records). Round two's
+#: validation list was drawn from the records alone, so it names a few configs round one timed.
 EARLIER_ROUNDS = {
-    "pick-labels-2": ["pick-labels"],
-    "pick-labels-3": ["pick-labels", "pick-labels-2"],
-    "pick-labels-3-capacity": ["pick-labels", "pick-labels-2"],
+    ("pick-labels-2", "train"): ["pick-labels"],
+    ("pick-labels-3", "train"): ["pick-labels", "pick-labels-2"],
+    ("pick-labels-3", "validation"): ["pick-labels", "pick-labels-2"],
+    ("pick-labels-3-capacity", "train"): ["pick-labels", "pick-labels-2"],
+    ("pick-labels-3-capacity", "validation"): ["pick-labels", "pick-labels-2"],
 }
 
 
 @pytest.mark.parametrize("prefix, split, least", [
     ("pick-labels", "train", 1000), ("pick-labels", "validation", 50),
     ("pick-labels-2", "train", 1000), ("pick-labels-2", "validation", 40), ("pick-labels-3", "train", 600),
-    ("pick-labels-3-capacity", "train", 600),
+    ("pick-labels-3", "validation", 5),
+    ("pick-labels-3-capacity", "train", 600), ("pick-labels-3-capacity", "validation", 5),
 ])  # fmt: skip
 def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, prefix, split, least):
     """Training problems of the fold families (fitting), held-out families' validation problems
-    (measuring only). A later round's training list names picks that the earlier rounds' labels
-    did not time either (pick_labels_training.py ranks the records joined with them)."""
+    (measuring only). A later round's lists name picks that the earlier rounds' labels did not
+    time either (the records joined with them are ranked)."""
     path = DATA / "problems" / f"{prefix}-{split}.json"
     named, listed = shapes.from_json(path), shapes.listed_configs(path)
     records = load_dataset(DATA / "dataset").split(split)
-    if split == "train" and prefix in EARLIER_ROUNDS:
-        earlier = [DATA / name for name in EARLIER_ROUNDS[prefix]]
+    if (prefix, split) in EARLIER_ROUNDS:
+        earlier = [DATA / name for name in EARLIER_ROUNDS[prefix, split]]
         records = joined(records, load_pick_labels(earlier, load_dataset(DATA / "dataset").hardware.key))
     dataset = {r.problem: r for r in records}
     assert len(named) >= least and set(listed) == {p for _, p in named}
