@@ -20,7 +20,6 @@ them: the same folds); J's go to ``OUTPUT.folds``, trained there or, with ``--re
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections import Counter
 from pathlib import Path
