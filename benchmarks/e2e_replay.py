@@ -40,13 +40,14 @@ import e2e_report  # noqa: E402
 from diode_backend import catalog, registry  # noqa: E402
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
 from diode_backend.offline.tradeoff import runtime_ranking  # noqa: E402
-from diode_backend.options import OPTIONS  # noqa: E402
+from diode_backend.offline.validate import TRUSTED  # noqa: E402
 from diode_backend.problem import GemmProblem, HardwareInfo  # noqa: E402
 from diode_backend.scorer import GemmScorer  # noqa: E402
 
 #: The name the run's own defaults keep in a replayed row.
 OLD_DEFAULTS = "diode_fast_old"
-THRESHOLD = next(o.default for o in OPTIONS if o.name == "diode_confidence_threshold")
+#: The runtime's default confidence threshold, as the validation report counts trusted picks.
+THRESHOLD = TRUSTED
 
 
 def load_model(model: str, hardware: HardwareInfo) -> GemmScorer:

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --output (the fold models' folder) or --heldout MODEL")
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
-    labels = load_pick_labels(args.pick_labels, dataset.hardware.key) if args.pick_labels else {}
+    labels = load_pick_labels(args.pick_labels, dataset.hardware.key)
     records = joined(dataset.split("train"), labels)
     hardware = inference_hardware(dataset.hardware)
     kinds = {config.kind for record in records for config in record.configs}
