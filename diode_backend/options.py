@@ -109,7 +109,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _bool,
     ),
     OptionSpec(
-        "diode_confidence_threshold", 0.95, float | int,
+        "diode_confidence_threshold", 0.98, float | int,
         "Probability (0..1) that the top pick is within 5% of the fastest candidate, at or above "
         "which fast_autotune keeps the single pick.",
         _probability,
@@ -135,7 +135,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _positive_int,
     ),
     OptionSpec(
-        "diode_measure_ratio", 1.1, float | int,
+        "diode_measure_ratio", 1.05, float | int,
         "When DIODE is not confident it measures the candidates predicted within this ratio "
         "(>= 1.0) of the predicted best time, capped at diode_top_k.",
         _ratio,
