@@ -65,28 +65,33 @@ TARGET, VALIDATION_TARGET = LISTS / "pick-labels-train.json", LISTS / "pick-labe
 TOP = 3
 
 
-def to_time(order: list[KernelConfig], record: ProblemTimings) -> tuple[KernelConfig, ...] | None:
+def to_time(order: list[KernelConfig], record: ProblemTimings, dense: int = 0) -> tuple[KernelConfig, ...] | None:
     """What to time for ``record`` given its compile-time ranking ``order`` (fastest predicted
-    first): None when the pick was timed; else the first :data:`TOP` untimed configs and the
-    fastest timed Triton config."""
+    first), with the fastest timed Triton config beside it (the day's reference): the first
+    :data:`TOP` untimed configs where the pick was not timed, else None; with ``dense`` N, the
+    untimed configs among the first N of ``order`` (None where all N were timed)."""
     timed = dict(zip(record.configs, record.times_us))
-    if order[0] in timed:
+    if dense:
+        untimed = [c for c in order[:dense] if c not in timed]
+    else:
+        untimed = [] if order[0] in timed else [c for c in order if c not in timed][:TOP]
+    if not untimed:
         return None
-    untimed = [c for c in order if c not in timed][:TOP]
     triton = [c for c in timed if c.kind == KIND_TRITON]
     return (*untimed, *([min(triton, key=timed.__getitem__)] if triton else []))
 
 
-def listed_picks(network: FrozenTimingModel, records, hardware, kinds: set[str]) -> dict:
+def listed_picks(network: FrozenTimingModel, records, hardware, kinds: set[str], dense: int = 0) -> dict:
     """What to time for each of ``records`` ranked by ``network`` over its compile-time list of
-    ``kinds`` (``compile_time_predictions``), by record (:func:`to_time`; records whose pick was
-    timed left out)."""
+    ``kinds`` (``compile_time_predictions``), by record (:func:`to_time`; records with nothing
+    to time left out)."""
     extractor = registry.feature_extractors()["gemm"]
     listed = {}
     for record, configs, member_log_times in compile_time_predictions(network, records, extractor, hardware, kinds):
         if not configs:
             continue
-        wanted = to_time([configs[i] for i in torch.argsort(member_log_times.mean(0), stable=True).tolist()], record)
+        order = [configs[i] for i in torch.argsort(member_log_times.mean(0), stable=True).tolist()]
+        wanted = to_time(order, record, dense)
         if wanted:
             listed[record] = wanted
     return listed

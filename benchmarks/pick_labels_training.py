@@ -15,6 +15,8 @@ shipped recipe's options but ``--hidden`` and ``--layers``; every pick
 is judged against the records joined with all of ``--pick-labels``, a folder per round. B's fold
 models are ``BASELINE.folds`` (as ``h100_pick_labels_plan.py --output BASELINE`` trains
 them: the same folds); J's go to ``OUTPUT.folds``, trained there or, with ``--resume``, reused.
+``--target`` lists J's untimed out-of-fold picks to time; with ``--dense N``, the untimed configs
+among the first N of each of J's out-of-fold rankings (a dense round of labels).
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", type=Path, help="write J's untimed picks to time here")
     parser.add_argument("--round", default="2", help="the round of labels --target lists (names it pick-labels-ROUND-train; "
                         "a round timing two candidates' picks names each: 3, 3-capacity)")  # fmt: skip
+    parser.add_argument(
+        "--dense", type=int, default=0, metavar="N",
+        help="with --target: list the untimed configs among the first N of J's out-of-fold rankings, not only its untimed picks",
+    )  # fmt: skip
     parser.add_argument("--hidden", type=int, default=TrainOptions.hidden, help="J's hidden units per layer (B's are what they were trained with)")
     parser.add_argument("--layers", type=int, default=TrainOptions.layers, help="J's hidden layers")
     args = parser.parse_args(argv)
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint = load_checkpoint(path)
             for index, _, ratio, _ in compile_time_signals(checkpoint.model, checkpoint.novelty["support"], members, extractor, hardware):
                 picks[name][offset + index] = ratio
-        listed.update(listed_picks(FrozenTimingModel(load_checkpoint(paths[1]).model), members, hardware, kinds))
+        listed.update(listed_picks(FrozenTimingModel(load_checkpoint(paths[1]).model), members, hardware, kinds, args.dense))
     result = {
         "study": "benchmarks/results/h100_pick_labels_training.md",
         "folds": new.folds,

@@ -36,6 +36,16 @@ def test_an_untimed_pick_is_listed_with_the_next_untimed_and_the_fastest_timed_t
     assert script.to_time(order, only_aten) == (tile(64), tile(16), tile(128))
 
 
+def test_a_dense_list_names_the_untimed_configs_among_the_first_n_timed_pick_or_not(script):
+    aten = KernelConfig("aten", "aten::mm")
+    record = ProblemTimings(GemmProblem("mm", 64, 64, 64), (aten, tile(16), tile(32), tile(8)), (5.0, 4.0, 3.0, 3.0))
+    order = [tile(32), tile(64), tile(16), tile(128), tile(256)]
+    assert script.to_time(order, record) is None  # the pick was timed
+    assert script.to_time(order, record, dense=4) == (tile(64), tile(128), tile(32))  # beside the reference
+    assert script.to_time(order, record, dense=1) is None  # the first one was timed
+    assert script.to_time([tile(32), tile(16), tile(8)], record, dense=3) is None
+
+
 #: The label rounds whose picks a list was drawn beside (joined into the records). Round two's
 #: validation list was drawn from the records alone, so it names a few configs round one timed.
 EARLIER_ROUNDS = {
@@ -44,7 +54,10 @@ EARLIER_ROUNDS = {
     ("pick-labels-3", "validation"): ["pick-labels", "pick-labels-2"],
     ("pick-labels-3-capacity", "train"): ["pick-labels", "pick-labels-2"],
     ("pick-labels-3-capacity", "validation"): ["pick-labels", "pick-labels-2"],
+    ("pick-labels-dense-1", "train"): ["pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity"],
 }
+#: A dense round's list: the untimed configs among the first N of each ranking (``--dense N``).
+DENSE = {"pick-labels-dense-1": 5}
 
 
 @pytest.mark.parametrize("prefix, split, least", [
@@ -52,6 +65,7 @@ EARLIER_ROUNDS = {
     ("pick-labels-2", "train", 1000), ("pick-labels-2", "validation", 40), ("pick-labels-3", "train", 600),
     ("pick-labels-3", "validation", 5),
     ("pick-labels-3-capacity", "train", 600), ("pick-labels-3-capacity", "validation", 5),
+    ("pick-labels-dense-1", "train", 3000),
 ])  # fmt: skip
 def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, prefix, split, least):
     """Training problems of the fold families (fitting), held-out families' validation problems
@@ -76,7 +90,7 @@ def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(
         timed = dict(zip(record.configs, record.times_us))
         timed_triton = [c for c in timed if c.kind == "triton"]
         untimed = list(listed[problem][:-1] if timed_triton else listed[problem])
-        assert 1 <= len(untimed) <= script.TOP and not set(untimed) & set(timed)
+        assert 1 <= len(untimed) <= DENSE.get(prefix, script.TOP) and not set(untimed) & set(timed)
         if timed_triton:  # the day's reference: the fastest tile the dataset timed
             assert timed[listed[problem][-1]] == min(timed[c] for c in timed_triton)
         if index % 50 == 0:  # every config in the problem's space: the sweep can time it
