@@ -215,11 +215,10 @@ def test_the_alignment_plan_trains_only_on_new_16_bit_linear_products_in_every_c
 
 
 #: Lists of problems already timed, to time again (benchmarks/h100_tf32_plan.py): not new problems.
-RETIMING_LISTS = (
-    "zoo-tf32-train.json", "zoo-tf32-validation.json", "pick-labels-train.json", "pick-labels-validation.json",
-    "pick-labels-2-train.json", "pick-labels-2-validation.json", "pick-labels-3-train.json",
-    "pick-labels-3-validation.json", "pick-labels-3-capacity-train.json", "pick-labels-3-capacity-validation.json",
-)  # fmt: skip
+def _retiming(name: str) -> bool:
+    """Whether list ``name`` times problems already in the dataset again: the TF32 plan's lists
+    and every round of pick labels (``pick-labels*``)."""
+    return name in ("zoo-tf32-train.json", "zoo-tf32-validation.json") or name.startswith("pick-labels")
 
 
 def test_the_tf32_plan_times_again_every_tf32_problem_whose_triton_kernels_ran_without_tf32():
@@ -250,7 +249,7 @@ def _a_new_training_plan(name: str) -> list[GemmProblem]:
     others = {
         GemmProblem.from_dict(e)
         for path in lists.glob("*.json")
-        if path.name not in ("zoo-holdout.json", name, *RETIMING_LISTS)
+        if path.name not in ("zoo-holdout.json", name) and not _retiming(path.name)
         for e in json.loads(path.read_text())["problems"]
     }
     committed = _committed()
