@@ -58,24 +58,52 @@ def figure(value: Any, digits: int) -> str:
     return f"{value:.{digits}f}" if math.isfinite(value) else "-"
 
 
-#: The columns of the per-class and per-family tables: (heading, report path).
+#: Where each named figure lies in a validation report (its keys from the top); the names the
+#: manifest's metrics use where it records one (``validate --update-manifest``).
+FIGURES = {
+    "problems": ("problems",),
+    "top1_regret_geomean": ("scorers", "model", "top1_regret", "geomean"),
+    "top1_regret_p90": ("scorers", "model", "top1_regret", "p90"),
+    "top1_regret_worst": ("scorers", "model", "top1_regret", "worst"),
+    "top5_regret_geomean": ("scorers", "model", "top5_regret", "geomean"),
+    "top10_regret_geomean": ("scorers", "model", "top10_regret", "geomean"),
+    "kendall_tau_median": ("scorers", "model", "kendall_tau", "median"),
+    "rmse_log": ("scorers", "model", "rmse_log"),
+    "mape": ("scorers", "model", "mape"),
+    "hit_rate": ("calibration", "hit_rate"),
+    "calibration_ece": ("calibration", "ece"),
+    "confidence_auroc": ("calibration", "auroc"),
+    "trusted": ("calibration", "trusted", "problems"),
+    "trusted_top1_regret_worst": ("calibration", "trusted", "top1_regret_worst"),
+    "compile_time_calibration_ece": ("compile_time_calibration", "ece"),
+    "compile_time_confidence_auroc": ("compile_time_calibration", "auroc"),
+    "compile_time_judged": ("compile_time_calibration", "judged"),
+    "compile_time_top1_regret_geomean": ("compile_time_calibration", "top1_regret", "geomean"),
+    "compile_time_top1_regret_p90": ("compile_time_calibration", "top1_regret", "p90"),
+    "compile_time_top1_regret_worst": ("compile_time_calibration", "top1_regret", "worst"),
+    "analytical_top1_regret_geomean": ("scorers", "analytical", "top1_regret", "geomean"),
+    "inductor_default_top1_regret_geomean": ("baselines", "inductor_default", "top1_regret", "geomean"),
+    "aten_top1_regret_geomean": ("baselines", "aten", "top1_regret", "geomean"),
+}
+
+#: The columns of the per-class and per-family tables: (heading, figure of :data:`FIGURES`).
 GROUP_COLUMNS = (
-    ("problems", ("problems",)),
-    ("top-1 geo", ("scorers", "model", "top1_regret", "geomean")),
-    ("top-1 p90", ("scorers", "model", "top1_regret", "p90")),
-    ("top-1 worst", ("scorers", "model", "top1_regret", "worst")),
-    ("top-5 geo", ("scorers", "model", "top5_regret", "geomean")),
-    ("top-10 geo", ("scorers", "model", "top10_regret", "geomean")),
-    ("tau median", ("scorers", "model", "kendall_tau", "median")),
-    ("DEFAULT geo", ("baselines", "inductor_default", "top1_regret", "geomean")),
-    ("hit rate", ("calibration", "hit_rate")),
-    ("ECE", ("calibration", "ece")),
-    ("AUROC", ("calibration", "auroc")),
-    ("trusted", ("calibration", "trusted", "problems")),
-    ("trusted worst", ("calibration", "trusted", "top1_regret_worst")),
-    ("pick geo", ("compile_time_calibration", "top1_regret", "geomean")),
-    ("pick p90", ("compile_time_calibration", "top1_regret", "p90")),
-    ("pick worst", ("compile_time_calibration", "top1_regret", "worst")),
+    ("problems", "problems"),
+    ("top-1 geo", "top1_regret_geomean"),
+    ("top-1 p90", "top1_regret_p90"),
+    ("top-1 worst", "top1_regret_worst"),
+    ("top-5 geo", "top5_regret_geomean"),
+    ("top-10 geo", "top10_regret_geomean"),
+    ("tau median", "kendall_tau_median"),
+    ("DEFAULT geo", "inductor_default_top1_regret_geomean"),
+    ("hit rate", "hit_rate"),
+    ("ECE", "calibration_ece"),
+    ("AUROC", "confidence_auroc"),
+    ("trusted", "trusted"),
+    ("trusted worst", "trusted_top1_regret_worst"),
+    ("pick geo", "compile_time_top1_regret_geomean"),
+    ("pick p90", "compile_time_top1_regret_p90"),
+    ("pick worst", "compile_time_top1_regret_worst"),
 )
 
 
@@ -88,7 +116,7 @@ def print_groups(title: str, groups: dict[str, Any]) -> None:
     )
     print(f"{title:24}" + "".join(f"{heading:>14}" for heading, _ in GROUP_COLUMNS))
     for name, figures in groups.items():
-        print(f"{name[:23]:24}" + "".join(f"{figure(lookup(figures, list(path)), 3):>14}" for _, path in GROUP_COLUMNS))
+        print(f"{name[:23]:24}" + "".join(f"{figure(lookup(figures, list(FIGURES[key])), 3):>14}" for _, key in GROUP_COLUMNS))
 
 
 def lookup(data: Any, path: list[str]) -> Any:
