@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         merged = merge(parts, args.parts)
     except ValueError as err:
         parser.error(str(err))
-    Path(args.out).write_text(json.dumps(merged, indent=2) + "\n")
+    e2e_validation.write_result(args.out, merged)
     print(f"{len(merged['rows'])} rows from {len(parts)} parts -> {args.out}")
     return 0
 

@@ -48,6 +48,10 @@ def test_shards_cover_the_problems_once_and_merge_into_one_run(scripts, data, tm
     assert merged["summary"]["no_autotune"]["problems"] == 3
     assert [part["shard"] for part in merged["parts"]] == ["0/2", "1/2"]
     assert merged["modes"] == parts[0]["modes"] and merged["timing"] == parts[0]["timing"]
+    lines = out.read_text().splitlines()  # a row a line: a resumed run's diff shows the rows it added
+    assert [json.loads(line.rstrip(","))["describe"] for line in lines if line.startswith('{"problem"')] == [
+        row["describe"] for row in merged["rows"]
+    ]
 
 
 def test_a_shard_resumes_only_its_own_file(scripts, data, tmp_path, capsys):
