@@ -15,10 +15,10 @@ Reported per mode and reference: geometric mean, 90th percentile and worst; comp
 workload class for the single pick (``diode_pick``) and the defaults (``diode_fast``); the
 defaults against max-autotune DEFAULT row by row; the defaults' rows over
 :data:`WORST_BOUND`; the single picks the defaults kept alone in the run (at the run's own
-threshold, whatever the default is now) that run over :data:`TRUSTED_BOUND`; the AUROC of the single pick's confidence predicting a hit
-(within ``1 + calibration.HIT_TOLERANCE`` of the reference), with ``calibration.auroc``; and the
-defaults' compile time by what they did (kept one alone or measured) and the kind of kernel that
-won (``aten``, ``triton``, or the choice's name for another): a Triton winner is compiled once
+threshold, whatever the default is now) that run over :data:`TRUSTED_BOUND`; the AUROC of the
+single pick's confidence predicting a hit (within ``1 + calibration.HIT_TOLERANCE`` of the
+reference), with ``calibration.auroc``; and the defaults' compile time by what they did (kept
+one alone or measured) and the kind of kernel that won (``aten``, ``triton``, or the choice's name for another): a Triton winner is compiled once
 more for the graph after DIODE measured it.
 """
 
@@ -30,7 +30,6 @@ import math
 import statistics
 import sys
 from pathlib import Path
-
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation  # noqa: E402
@@ -167,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def read_result(path: Path, parser: argparse.ArgumentParser) -> dict:
+    """The e2e result at ``path``; a file that cannot be read is a usage error naming it."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as exc:
