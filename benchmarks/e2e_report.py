@@ -18,8 +18,8 @@ defaults against max-autotune DEFAULT row by row; the defaults' rows over
 threshold, whatever the default is now) that run over :data:`TRUSTED_BOUND`; the AUROC of the
 single pick's confidence predicting a hit (within ``1 + calibration.HIT_TOLERANCE`` of the
 reference), with ``calibration.auroc``; and the defaults' compile time by what they did (kept
-one alone or measured) and the kind of kernel that won (``aten``, ``triton``, or the choice's name for another): a Triton winner is compiled once
-more for the graph after DIODE measured it.
+one alone or measured) and the kind of kernel that won (``aten``, ``triton``, or the choice's
+name for another): a Triton winner is compiled once more for the graph after DIODE measured it.
 """
 
 from __future__ import annotations
