@@ -2,6 +2,7 @@
 against three references, so that the choice of reference is visible rather than made here.
 
     python benchmarks/e2e_report.py E2E.json [--rows-of OTHER_E2E.json] [--out REPORT.json]
+        [--update-manifest MODEL_FOLDER]
 
 References of a row's runtimes:
 
@@ -20,11 +21,16 @@ single pick's confidence predicting a hit (within ``1 + calibration.HIT_TOLERANC
 reference), with ``calibration.auroc``; and the defaults' compile time by what they did (kept
 one alone or measured) and the kind of kernel that won (``aten``, ``triton``, or the choice's
 name for another): a Triton winner is compiled once more for the graph after DIODE measured it.
+
+``--update-manifest`` writes the figures of :data:`MANIFEST_METRICS` (against the run's best)
+into the model folder's manifest as its ``e2e_*`` metrics, replacing every ``e2e_*`` metric it
+had; the manifest's description says which run they come from.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import statistics
@@ -35,12 +41,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation  # noqa: E402
 
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
+from diode_backend.model.manifest import ModelLoadError, read_manifest, write_manifest  # noqa: E402
 from diode_backend.offline import validate  # noqa: E402
+from diode_backend.offline.cli.validate_text import lookup  # noqa: E402
 
 SINGLE_PICK, DEFAULTS, MAX_AUTOTUNE = "diode_pick", "diode_fast", "max_autotune_default"
 REFERENCES = ("collector", "run", "best_known")
 #: Issue 14's bound on the defaults' worst row; issue 12's on a trusted single pick.
 WORST_BOUND, TRUSTED_BOUND = 1.15, 1.2
+#: The manifest's ``e2e_*`` metrics and where each is in :func:`report`'s output.
+MANIFEST_METRICS = {
+    "e2e_problems": ("rows",),
+    **{
+        f"e2e_{name}_runtime_{figure}": ("modes", mode, "run", figure)
+        for name, mode in (("single_pick", SINGLE_PICK), ("defaults", DEFAULTS), ("max_autotune_default", MAX_AUTOTUNE))
+        for figure in ("geomean", "p90", "worst")
+    },
+    "e2e_single_pick_compile_over_max_autotune": ("modes", SINGLE_PICK, "compile_over_max_autotune"),
+    "e2e_defaults_compile_over_max_autotune": ("modes", DEFAULTS, "compile_over_max_autotune"),
+    "e2e_defaults_kept_alone": ("trusted", "count"),
+    "e2e_confidence_auroc": ("confidence_auroc", "run", "auroc"),
+}
 
 
 def reference_us(row: dict, reference: str) -> float | None:
@@ -156,13 +177,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows-of", type=Path, metavar="E2E",
                         help="report only the problems this other run has (to compare two runs on the same rows)")  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the report here as JSON (default: print it)")
+    parser.add_argument("--update-manifest", type=Path, metavar="MODEL_FOLDER",
+                        help="write the run's figures into this model folder's manifest as its e2e_* metrics")  # fmt: skip
     args = parser.parse_args(argv)
     result = read_result(args.result, parser)
     if args.rows_of:
         kept = {row["describe"] for row in read_result(args.rows_of, parser)["rows"]}
         result["rows"] = [row for row in result["rows"] if row["describe"] in kept]
-    emit(report(result), args.out)
+    figures = report(result)
+    emit(figures, args.out)
+    if args.update_manifest:
+        update_manifest(args.update_manifest, figures, parser)
     return 0
+
+
+def update_manifest(folder: Path, figures: dict, parser: argparse.ArgumentParser) -> None:
+    """Replace the ``e2e_*`` metrics of ``folder``'s manifest by :data:`MANIFEST_METRICS` of
+    ``figures``; a figure the run lacks (no max-autotune mode, no AUROC) is left out."""
+    try:
+        manifest = read_manifest(folder)
+    except ModelLoadError as exc:
+        parser.error(f"--update-manifest: {exc}")
+    kept = {name: value for name, value in manifest.metrics.items() if not name.startswith("e2e_")}
+    measured = {name: lookup(figures, list(path)) for name, path in MANIFEST_METRICS.items()}
+    e2e = {name: value for name, value in measured.items() if value is not None}
+    write_manifest(dataclasses.replace(manifest, metrics={**kept, **e2e}), folder)
 
 
 def read_result(path: Path, parser: argparse.ArgumentParser) -> dict:

@@ -4,9 +4,13 @@ pick, and the trusted misses are the picks the defaults kept alone."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
+
+SHIPPED = Path(__file__).resolve().parents[1] / "trained_models" / "nvidia-h100-gemm"
 
 
 @pytest.fixture
@@ -97,3 +101,24 @@ def test_rows_of_another_run_restricts_the_report_to_its_problems(reporter, resu
     restricted = json.loads(out.read_text())
     assert restricted["rows"] == 1 and restricted["modes"]["diode_fast"]["run"]["worst"] == pytest.approx(12.0 / 10.0)
     assert restricted["defaults_over_max_autotune"]["best"] == pytest.approx(12.0 / 11.0)
+
+
+def test_update_manifest_replaces_the_e2e_metrics_and_keeps_the_rest(reporter, result, tmp_path, capsys):
+    from diode_backend.model.manifest import read_manifest, write_manifest
+
+    folder, source = tmp_path / "model", tmp_path / "e2e.json"
+    shipped = read_manifest(SHIPPED)
+    stale = {**shipped.metrics, "e2e_problems": 999, "e2e_from_an_older_run": 1.5}
+    write_manifest(dataclasses.replace(shipped, metrics=stale), folder)
+    source.write_text(json.dumps(result))
+    assert reporter.main([str(source), "--out", str(tmp_path / "r.json"), "--update-manifest", str(folder)]) == 0
+    metrics = read_manifest(folder).metrics
+    assert "e2e_from_an_older_run" not in metrics
+    assert metrics["top1_regret_geomean"] == shipped.metrics["top1_regret_geomean"]
+    assert metrics["e2e_problems"] == 2 and metrics["e2e_defaults_kept_alone"] == 1
+    assert metrics["e2e_defaults_runtime_worst"] == pytest.approx(12.0 / 10.0)
+    assert metrics["e2e_defaults_compile_over_max_autotune"] == pytest.approx(4.0 / 40.0)
+    assert metrics["e2e_confidence_auroc"] == 0.0
+    with pytest.raises(SystemExit):
+        reporter.main([str(source), "--out", str(tmp_path / "r.json"), "--update-manifest", str(tmp_path / "none")])
+    assert "--update-manifest:" in capsys.readouterr().err
