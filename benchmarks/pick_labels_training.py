@@ -62,7 +62,8 @@ def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
     """B's and J's pick ratios by problem index (judged picks only) compared where both are
     judged, overall and per workload class (``classes`` by index), with J's unjudged count, and
     the rule of ``h100_pick_labels_training.md`` applied to them: binding once every pick of
-    both is judged (``complete``)."""
+    both is judged (``complete``). Until then ``j_at_best`` applies it to all of B's picks
+    against J's with each unjudged one at regret 1: where that cannot ship J, no timing can."""
     both = sorted(picks["B"].keys() & picks["J"].keys())
     out = {
         "judged": {name: len(found) for name, found in picks.items()},
@@ -78,6 +79,12 @@ def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
     out["rule"] = f"J ships if its geomean is lower than B's by at least {GEOMEAN_MARGIN} and its p90 not higher"
     out["complete"] = len(both) == len(classes)
     out["decision"] = "J" if ships else "B"
+    if not out["complete"]:
+        # whether timing J's unjudged picks can still ship it: each at its best (regret 1)
+        b_all = regret_figures(list(picks["B"].values()))
+        j_best = regret_figures([picks["J"].get(i, 1.0) for i in picks["B"]])
+        can_ship = j_best["geomean"] <= b_all["geomean"] - GEOMEAN_MARGIN and j_best["p90"] <= b_all["p90"]
+        out["j_at_best"] = {"B": b_all, "J": j_best, "can_ship": can_ship}
     return out
 
 

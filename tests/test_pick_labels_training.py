@@ -26,6 +26,18 @@ def test_picks_are_compared_where_both_are_judged_and_j_unjudged_counted_apart(s
     assert study.regret_figures([]) == {"problems": 0, "geomean": None, "p90": None, "worst": None}
     # J: 1.0 / 1.24 against B's 1.5 / 1.42 at p90 (interpolated) and a lower geomean
     assert (result["decision"], result["complete"]) == ("J", False)
+    # all four of B's picks against J's with its unjudged problem 2 at 1.0
+    at_best = result["j_at_best"]
+    assert at_best["B"]["geomean"] == pytest.approx((1.0 * 1.5 * 1.2 * 1.1) ** (1 / 4))
+    assert at_best["J"]["geomean"] == pytest.approx(1.3 ** (1 / 4)) and at_best["can_ship"]
+
+
+def test_timing_cannot_ship_j_when_even_its_best_case_misses_the_margin(study):
+    b = {0: 1.0, 1: 1.21, 2: 1.0}
+    j = {0: 1.0, 1: 1.2}  # problem 2 unjudged: even at 1.0 lower by 0.003 only
+    result = study.compare({"B": b, "J": j}, ["narrow"] * 3)
+    assert not result["complete"] and result["j_at_best"]["can_ship"] is False
+    assert "j_at_best" not in study.compare({"B": b, "J": {**j, 2: 1.0}}, ["narrow"] * 3)
 
 
 @pytest.mark.parametrize("j, decision", [
