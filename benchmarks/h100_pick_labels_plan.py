@@ -10,6 +10,9 @@
         --pick-labels trained_models/data/h100/pick-labels trained_models/data/h100/pick-labels-2 \
         --target trained_models/data/h100/problems/pick-labels-3-capacity-validation.json
         # ... leaving out the picks earlier rounds' labels timed
+    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout MODEL.pt --round dense-1 \
+        --dense 5 --pick-labels ... --target trained_models/data/h100/problems/pick-labels-dense-1-validation.json
+        # ... the untimed configs among the first 5 of each held-out ranking
 
 The shipped confidence is fitted out of fold on the training problems whose compile-time pick
 (DIODE's ranking over Inductor's whole candidate list) was timed: 2,198 of 4,719. The others
@@ -113,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the round of labels the list is for: a round other than 1 names it pick-labels-ROUND-SPLIT (with --target)",
     )  # fmt: skip
     parser.add_argument("--pick-labels", nargs="+", default=[], help="earlier rounds' labels, a folder each: the picks they timed are not listed")
+    parser.add_argument(
+        "--dense", type=int, default=0, metavar="N",
+        help="list the untimed configs among the first N of each ranking, not only untimed picks",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.heldout and not args.output:
         parser.error("give --output (the fold models' folder) or --heldout MODEL")
@@ -136,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             for families, path in zip(ranked.folds, ranked.checkpoints)
         ]
         split, target = "train", args.target or TARGET
-    listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds).items()}
+    listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds, args.dense).items()}
     prefix = "pick-labels" if args.round == "1" else f"pick-labels-{args.round}"
     name = f"{prefix}-{split}"
     named = [(f"{prefix}:{family_of(record)}", record.problem) for record in listed]

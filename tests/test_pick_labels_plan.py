@@ -55,6 +55,10 @@ EARLIER_ROUNDS = {
     ("pick-labels-3-capacity", "train"): ["pick-labels", "pick-labels-2"],
     ("pick-labels-3-capacity", "validation"): ["pick-labels", "pick-labels-2"],
     ("pick-labels-dense-1", "train"): ["pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity"],
+    ("pick-labels-4", "train"): ["pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity", "pick-labels-dense-1"],
+    ("pick-labels-dense-1", "validation"): [
+        "pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity", "pick-labels-dense-1", "pick-labels-4",
+    ],
 }
 #: A dense round's list: the untimed configs among the first N of each ranking (``--dense N``).
 DENSE = {"pick-labels-dense-1": 5}
@@ -65,7 +69,7 @@ DENSE = {"pick-labels-dense-1": 5}
     ("pick-labels-2", "train", 1000), ("pick-labels-2", "validation", 40), ("pick-labels-3", "train", 600),
     ("pick-labels-3", "validation", 5),
     ("pick-labels-3-capacity", "train", 600), ("pick-labels-3-capacity", "validation", 5),
-    ("pick-labels-dense-1", "train", 3000),
+    ("pick-labels-dense-1", "train", 3000), ("pick-labels-4", "train", 300), ("pick-labels-dense-1", "validation", 100),
 ])  # fmt: skip
 def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, prefix, split, least):
     """Training problems of the fold families (fitting), held-out families' validation problems
@@ -84,6 +88,7 @@ def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(
     else:
         outside = {family_of(r) for r in dataset.values()} - set(script.HOLDOUT)
     hardware = catalog.resolve_hardware("h100")
+    most = 0
     for index, (generator, problem) in enumerate(named):
         record = dataset[problem]
         assert generator == f"{prefix}:{family_of(record)}" and family_of(record) not in outside
@@ -91,7 +96,10 @@ def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(
         timed_triton = [c for c in timed if c.kind == "triton"]
         untimed = list(listed[problem][:-1] if timed_triton else listed[problem])
         assert 1 <= len(untimed) <= DENSE.get(prefix, script.TOP) and not set(untimed) & set(timed)
+        most = max(most, len(untimed))
         if timed_triton:  # the day's reference: the fastest tile the dataset timed
             assert timed[listed[problem][-1]] == min(timed[c] for c in timed_triton)
         if index % 50 == 0:  # every config in the problem's space: the sweep can time it
             plan.plan([(generator, problem)], hardware, split="train", space="listed", listed=listed)
+    if prefix in DENSE:  # a dense list reaches past the TOP untimed configs a pick round lists
+        assert most > script.TOP
