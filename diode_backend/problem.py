@@ -128,6 +128,11 @@ class KernelConfig:
         )
 
 
+#: KernelConfig's fields in order: the columns of a dataset shard's configs and the positions of
+#: a problem list's configs.
+CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(KernelConfig))
+
+
 @dataclass(frozen=True)
 class HardwareInfo:
     """What a scorer needs to know about a device.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import statistics
 
@@ -122,3 +123,15 @@ def test_listed_space_is_aten_and_the_configs_the_list_names_for_each_problem(tm
     foreign = dataclasses.replace(triton[0], block_m=48)
     with pytest.raises(ValueError, match=r"not in its candidate space: triton::mm 48x"):
         plan.plan(named[:1], H100, split="train", space="listed", listed={problem: (foreign,)})
+
+
+def test_a_list_gives_configs_by_position_and_a_list_of_field_dicts_still_reads(tmp_path):
+    problem = GemmProblem("bmm", 11, 64, 226, batch=128, dtype="float32")
+    tiles = (KernelConfig("triton", "triton::bmm", 16, 64, 64, 4, 4, 8), KernelConfig("aten", "aten::bmm"))
+    shapes.to_json([("x", problem)], tmp_path / "new.json", "new", configs={problem: tiles})
+    written = json.loads((tmp_path / "new.json").read_text())
+    assert written["config_fields"] == [f.name for f in dataclasses.fields(KernelConfig)]
+    assert written["problems"][0]["configs"][0] == ["triton", "triton::bmm", 16, 64, 64, 4, 4, 8]
+    entry = {**problem.to_dict(), "configs": [c.to_dict() for c in tiles]}
+    (tmp_path / "old.json").write_text(json.dumps({"name": "old", "problems": [entry]}))
+    assert shapes.listed_configs(tmp_path / "new.json") == shapes.listed_configs(tmp_path / "old.json") == {problem: tiles}

@@ -33,7 +33,7 @@ import msgpack
 
 from .. import codec
 from ..files import RefusedFile, read_regular_file, write_atomic
-from ..problem import BIASES, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
+from ..problem import BIASES, CONFIG_FIELDS, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..tf32 import RULES, inductor_rule
 
 FORMAT = "diode-gemm-timings"
@@ -44,7 +44,6 @@ SHARD_SUFFIX = ".msgpack"
 MAX_SHARD_BYTES = 2**30
 
 _PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(GemmProblem))
-_CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(KernelConfig))
 _TAG_FIELDS = ("split", "generator", "source", "space", "failed")
 _ROW_FIELDS = ("offset", "count")
 #: What a shard's problem and config columns may hold, checked on read: one of a few names
@@ -180,7 +179,7 @@ def encode_shard(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> bytes
         "version": VERSION,
         "meta": meta.to_dict(),
         "problems": problem_columns,
-        "configs": {name: [getattr(c, name) for c in configs] for name in _CONFIG_FIELDS},
+        "configs": {name: [getattr(c, name) for c in configs] for name in CONFIG_FIELDS},
         "timings": {"config": codec.pack("I", rows), "time_us": codec.pack("f", times)},
     }
     return msgpack.packb(payload, use_bin_type=True)
@@ -431,7 +430,7 @@ def summarize(dataset: Dataset) -> dict[str, Any]:
 
 def _decode_problems(payload: dict[str, Any]) -> list[ProblemTimings]:
     problems = _columns(payload["problems"], "problem", _PROBLEM_FIELDS + _TAG_FIELDS + _ROW_FIELDS)
-    configs = [KernelConfig(**fields) for fields in _columns(payload["configs"], "config", _CONFIG_FIELDS)]
+    configs = [KernelConfig(**fields) for fields in _columns(payload["configs"], "config", CONFIG_FIELDS)]
     rows = codec.unpack("I", payload["timings"]["config"])
     times = codec.unpack("f", payload["timings"]["time_us"])
     if len(rows) != len(times):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...problem import GemmProblem, KernelConfig
+from ...problem import CONFIG_FIELDS, GemmProblem, KernelConfig
 
 Sizes = tuple[int, int, int]  # (m, n, k)
 Named = tuple[str, GemmProblem]
@@ -131,24 +131,30 @@ def expand(
 def from_json(path: str | Path) -> list[Named]:
     """Problems listed in a JSON file: ``{"name": ..., "problems": [GemmProblem fields, ...]}``
     or a bare list; a problem's ``generator`` key overrides ``json:<name>``."""
-    name, entries = _entries(path)
+    name, entries, _ = _entries(path)
     return [(entry.get("generator", f"json:{name}"), GemmProblem.from_dict(entry)) for entry in entries]
 
 
-def _entries(path: str | Path) -> tuple[str, list[dict[str, Any]]]:
-    """A problem list's name (the file's stem unless it names one) and its entries."""
+def _entries(path: str | Path) -> tuple[str, list[dict[str, Any]], tuple[str, ...]]:
+    """A problem list's name (the file's stem unless it names one), its entries, and the
+    KernelConfig fields its configs give by position (``config_fields``; none: each config
+    is a dict of fields)."""
     data = json.loads(Path(path).read_text())
     if isinstance(data, dict):
-        return data.get("name", Path(path).stem), data["problems"]
-    return Path(path).stem, data
+        return data.get("name", Path(path).stem), data["problems"], tuple(data.get("config_fields", ()))
+    return Path(path).stem, data, ()
 
 
 def listed_configs(path: str | Path) -> dict[GemmProblem, tuple[KernelConfig, ...]]:
     """The configs a problem list names per problem (an entry's ``configs``: KernelConfig
     fields, what the sweep's ``listed`` space times); problems without are left out."""
-    _, entries = _entries(path)
+    _, entries, fields = _entries(path)
+
+    def config(given: dict[str, Any] | list[Any]) -> KernelConfig:
+        return KernelConfig.from_dict(dict(zip(fields, given)) if isinstance(given, list) else given)
+
     return {
-        GemmProblem.from_dict(entry): tuple(KernelConfig.from_dict(c) for c in entry["configs"])
+        GemmProblem.from_dict(entry): tuple(config(c) for c in entry["configs"])
         for entry in entries if entry.get("configs")
     }  # fmt: skip
 
@@ -157,19 +163,21 @@ def to_json(
     problems: Iterable[Named], path: str | Path, name: str, configs: Mapping[GemmProblem, Sequence[KernelConfig]] | None = None
 ) -> None:
     """Write problems in the format :func:`from_json` reads (the file's folder is created), with
-    each problem's ``configs`` where given (:func:`listed_configs`)."""
+    each problem's ``configs`` where given (:func:`listed_configs`), each a list of
+    :data:`CONFIG_FIELDS` values (a dict per config would triple a list's size)."""
     listed = configs or {}
 
     def entry(generator: str, problem: GemmProblem) -> dict[str, Any]:
         named = {**problem.to_dict(), "generator": generator}
         if problem in listed:
-            named["configs"] = [c.to_dict() for c in listed[problem]]
+            named["configs"] = [[getattr(c, field) for field in CONFIG_FIELDS] for c in listed[problem]]
         return named
 
     lines = [json.dumps(entry(generator, problem)) for generator, problem in problems]
+    header = {"name": name, **({"config_fields": CONFIG_FIELDS} if listed else {})}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     # one problem per line: diffs of committed lists stay readable
-    Path(path).write_text(f'{{"name": {json.dumps(name)}, "problems": [\n' + ",\n".join(lines) + "\n]}\n")
+    Path(path).write_text(json.dumps(header)[:-1] + ', "problems": [\n' + ",\n".join(lines) + "\n]}\n")
 
 
 def from_model(name: str, run: Callable[[], Any]) -> list[Named]:
