@@ -30,7 +30,6 @@ had; the manifest's description says which run they come from.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import statistics
@@ -41,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation  # noqa: E402
 
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
-from diode_backend.model.manifest import ModelLoadError, read_manifest, write_manifest  # noqa: E402
+from diode_backend.model.manifest import ModelLoadError, replace_metrics  # noqa: E402
 from diode_backend.offline import validate  # noqa: E402
 from diode_backend.offline.cli.validate_text import lookup  # noqa: E402
 
@@ -194,14 +193,11 @@ def main(argv: list[str] | None = None) -> int:
 def update_manifest(folder: Path, figures: dict, parser: argparse.ArgumentParser) -> None:
     """Replace the ``e2e_*`` metrics of ``folder``'s manifest by :data:`MANIFEST_METRICS` of
     ``figures``; a figure the run lacks (no max-autotune mode, no AUROC) is left out."""
+    measured = {name: lookup(figures, list(path)) for name, path in MANIFEST_METRICS.items()}
     try:
-        manifest = read_manifest(folder)
+        replace_metrics(folder, measured, lambda name: name.startswith("e2e_"))
     except ModelLoadError as exc:
         parser.error(f"--update-manifest: {exc}")
-    kept = {name: value for name, value in manifest.metrics.items() if not name.startswith("e2e_")}
-    measured = {name: lookup(figures, list(path)) for name, path in MANIFEST_METRICS.items()}
-    e2e = {name: value for name, value in measured.items() if value is not None}
-    write_manifest(dataclasses.replace(manifest, metrics={**kept, **e2e}), folder)
 
 
 def read_result(path: Path, parser: argparse.ArgumentParser) -> dict:

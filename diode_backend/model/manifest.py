@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -145,3 +146,13 @@ def write_manifest(manifest: ModelManifest, folder: str | os.PathLike[str]) -> P
     """Write ``folder/manifest.json`` atomically; returns its path."""
     text = json.dumps(manifest.to_dict(), indent=2, sort_keys=False) + "\n"
     return write_atomic(Path(folder) / MANIFEST_NAME, text.encode("utf-8"))
+
+
+def replace_metrics(folder: str | os.PathLike[str], metrics: Mapping[str, Any], replaced: Callable[[str], bool]) -> Path:
+    """Rewrite ``folder``'s manifest with ``metrics`` in place of the metrics ``replaced`` names;
+    the others stay as they were, each metric where it was and new ones last. A figure that is
+    not a number (None, NaN: no misses, so no AUROC) is left out rather than written."""
+    manifest = read_manifest(folder)
+    written = {name: value for name, value in metrics.items() if value is not None and value == value}
+    kept = {name: value for name, value in manifest.metrics.items() if not replaced(name) or name in written}
+    return write_manifest(replace(manifest, metrics={**kept, **written}), folder)

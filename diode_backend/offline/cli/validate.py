@@ -179,21 +179,15 @@ def _strict(value: Any) -> Any:
 
 
 def _update_manifest(folder: Path, report: dict[str, Any]) -> None:
-    import dataclasses
-
-    from ...model.manifest import read_manifest, write_manifest
+    from ...model.manifest import replace_metrics
     from . import UsageError
 
     if not folder.is_dir():
         raise UsageError(f"--update-manifest: {folder} is not a model folder")
-    manifest = read_manifest(folder)
-    # a figure that is not a number (no misses, so no AUROC) is left out rather than written as NaN
     metrics = {name: lookup(report, list(FIGURES[name])) for name in _MANIFEST_METRICS}
     metrics["validation_problems"] = report["problems"]
     # figures validate does not compute (end to end ones, say) stay as they were
-    kept = {k: v for k, v in manifest.metrics.items() if k not in metrics}
-    written = {k: v for k, v in metrics.items() if v is not None and v == v}
-    write_manifest(dataclasses.replace(manifest, metrics={**written, **kept}), folder)
+    replace_metrics(folder, metrics, metrics.__contains__)
 
 
 def _progress(done: int, total: int) -> None:
