@@ -6,8 +6,10 @@ Each part is one process's run (``--shard I/N`` of a cold run, one GPU each, or 
 from such a part's file). The parts must agree on what makes their rows comparable: modes,
 timing method, hardware and dataset hardware; their problems must not overlap. ``OUT.json``
 has every part's rows, one summary over all of them (``e2e_validation.summarize``) and, per
-part, its shard, environment, caches and elapsed time (``parts``); parts with the kernel-cache
-passes (``--kernel-cache``) are refused, their second-pass figures being per process.
+part, its shard, environment, caches and elapsed time (``parts``). Warm passes with the kernel
+caches kept (``--kernel-cache``) join too: each row carries its second pass's compile times,
+which the summary compares with the all-caches-off ones, and each part keeps its passes' record
+(``kernel_cache``); parts with and without those passes are not joined.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import e2e_validation  # noqa: E402
 #: What the parts must share for their rows to be one run's.
 SHARED = ("benchmark", "method", "timing", "hardware", "dataset_hardware", "modes")
 #: What each part records of itself.
-OWN = ("shard", "environment", "caches", "elapsed_s", "earlier_calls", "stopped_early", "warm_from")
+OWN = ("shard", "environment", "caches", "elapsed_s", "earlier_calls", "stopped_early", "warm_from", "kernel_cache")
 
 
 def merge(parts: list[dict], names: list[str]) -> dict:
@@ -35,8 +37,8 @@ def merge(parts: list[dict], names: list[str]) -> dict:
         for key in SHARED:
             if part.get(key) != first.get(key):
                 raise ValueError(f"{name}: its {key} differs from {names[0]}'s; join only parts of one run")
-        if "kernel_cache" in part:
-            raise ValueError(f"{name}: has kernel-cache passes, which cannot be joined; report it on its own")
+        if ("kernel_cache" in part) != ("kernel_cache" in first):
+            raise ValueError(f"{name}: only some parts have kernel-cache passes; join those of one kind")
         for row in part["rows"]:
             if row["describe"] in seen:
                 raise ValueError(f"{name}: {row['describe']} is also in {seen[row['describe']]}; each problem must be in one part")

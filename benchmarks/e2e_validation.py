@@ -431,6 +431,15 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
         summary["by_class"] = {c: summarize_rows([r for r in rows if r.get("workload_class") == c], modes) for c in classes}
     if any("warm" in row for row in rows):
         summary["warm"] = summarize_warm(rows)
+    if any("kernel_cache" in row for row in rows):
+        summary["warm_kernel_cache"] = summarize_warm(kernel_cache_rows(rows))
+        off, kept = summary.get("warm", {}), summary["warm_kernel_cache"]
+        summary["warm_side_by_side"] = {
+            "all_caches_off": off.get("compile_over_no_autotune_geomean"),
+            "kernel_caches_kept": kept.get("compile_over_no_autotune_geomean"),
+            "all_caches_off_total": off.get("compile_over_no_autotune_total"),
+            "kernel_caches_kept_total": kept.get("compile_over_no_autotune_total"),
+        }
     disagreements = same_kernel_disagreements(rows)
     if disagreements:
         summary["same_kernel_disagreements"] = disagreements
@@ -582,8 +591,9 @@ def _without_options(argv: list[str], options: dict[str, int]) -> list[str]:
     return kept
 
 
-def add_kernel_cache_figures(result: dict, second: dict, folder: Path, first: dict) -> None:
-    """Put the second kernel-cache pass's compile times beside the all-caches-off figures."""
+def add_kernel_cache_figures(result: dict, second: dict, folder: Path, first: dict, modes: list[str]) -> None:
+    """Put the second kernel-cache pass's compile times beside the all-caches-off figures: each
+    row's ``kernel_cache``, and the summary again (:func:`summarize` compares the two)."""
     by_problem = {row["describe"]: row for row in second["rows"]}
     for row in result["rows"]:
         other = by_problem.get(row["describe"])
@@ -599,15 +609,20 @@ def add_kernel_cache_figures(result: dict, second: dict, folder: Path, first: di
         "first_pass_summary": first.get("summary", {}).get("warm"),
         "second_pass_elapsed_s": second.get("elapsed_s"),
     }
-    off = result["summary"].get("warm", {})
-    kept = second.get("summary", {}).get("warm", {})
-    result["summary"]["warm_kernel_cache"] = kept
-    result["summary"]["warm_side_by_side"] = {
-        "all_caches_off": off.get("compile_over_no_autotune_geomean"),
-        "kernel_caches_kept": kept.get("compile_over_no_autotune_geomean"),
-        "all_caches_off_total": off.get("compile_over_no_autotune_total"),
-        "kernel_caches_kept_total": kept.get("compile_over_no_autotune_total"),
-    }
+    result["summary"] = summarize(result["rows"], modes)
+
+
+def kernel_cache_rows(rows: list[dict]) -> list[dict]:
+    """The rows as the second kernel-cache pass compiled them (each row's ``kernel_cache`` as its
+    modes and its ``warm``), for :func:`summarize_warm`."""
+    found = []
+    for row in rows:
+        if "kernel_cache" in row:
+            kept = {"modes": {mode: f for mode, f in row["kernel_cache"].items() if mode != "warm"}}
+            if "warm" in row["kernel_cache"]:
+                kept["warm"] = row["kernel_cache"]["warm"]
+            found.append(kept)
+    return found
 
 
 def summarize_rows(rows: list[dict], modes: list[str]) -> dict:
@@ -806,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.monotonic() - started:5.0f}s] {problem.describe()}  {brief}", flush=True)
     if args.kernel_cache:
         first, second = kernel_cache_passes(sys.argv[1:] if argv is None else argv, Path(args.kernel_cache), Path(args.out))
-        add_kernel_cache_figures(result, second, Path(args.kernel_cache), first)
+        add_kernel_cache_figures(result, second, Path(args.kernel_cache), first, modes)
         write_result(args.out, result)
     print(json.dumps(result.get("summary", {}), indent=2))
     return 0

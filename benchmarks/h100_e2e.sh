@@ -1,6 +1,6 @@
 #!/bin/bash
 # One GPU call of the end-to-end run on the held-out families (benchmarks/results/h100_model.md):
-#   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] benchmarks/h100_e2e.sh SECONDS
+#   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] [KERNEL_CACHE=1] benchmarks/h100_e2e.sh SECONDS
 # SHARDS (default 1) parts run in parallel, part I on GPU I with an even share of the CPU cores,
 # its own DIODE and Triton caches, and every SHARDS-th problem (e2e_validation --shard I/N). Each
 # part:
@@ -13,7 +13,9 @@
 #    process with this call's DIODE prediction cache, Inductor's caches off (which gives Triton a
 #    fresh kernel cache too: e2e_validation's docstring), continuing $RESUME/parts/wI.json.
 #    Earlier calls' caches are gone with their machine, so only this call's rows (cI.json) can
-#    be compiled warm. WARM_S=0 leaves this step out.
+#    be compiled warm. WARM_S=0 leaves this step out. KERNEL_CACHE=1 adds e2e_validation's
+#    --kernel-cache passes (two more fresh processes, Inductor's and Triton's kernel caches kept),
+#    WARM_S shared by the three passes; each call writes its own $RESUME/parts/kI-callN.json.
 # Then benchmarks/e2e_merge.py joins the parts. Under $OUT: e2e.json and e2e_warm.json (the
 # whole run so far) and parts.tgz (the parts and their logs: unpack it into $RESUME for the next call).
 set -u
@@ -22,6 +24,7 @@ RESUME=${RESUME:-.e2e}
 MODES=${MODES:-no_autotune,diode_pick,diode_fast,max_autotune_default,no_autotune_again,best_known}
 SHARDS=${SHARDS:-1}
 WARM_S=${WARM_S:-170}
+KERNEL_CACHE=${KERNEL_CACHE:-0}
 export PYTHONUNBUFFERED=1
 e2e=benchmarks/e2e_validation.py
 data=trained_models/data/h100/dataset
@@ -51,14 +54,26 @@ result["rows"] = [row for row in result["rows"] if row["describe"] not in done]
 call.write_text(json.dumps(result))
 print(f"{len(result['rows'])} rows added by this call")
 PY
-  $cpus python3 $e2e $data --warm-from "$parts/c$i.json" --resume --budget-s $((budget - SECONDS - 30)) \
-    --out "$parts/w$i.json" > "$parts/w$i.log" 2>&1
+  if [ "$KERNEL_CACHE" = 1 ]; then
+    # three passes, each with its own imports (about 20 s), share what is left
+    local call=$(( $(warm_parts "$i" | wc -l) + 1 ))
+    $cpus python3 $e2e $data --warm-from "$parts/c$i.json" --kernel-cache "/tmp/e2e-kernels-$$-$i" \
+      --budget-s $(( (budget - SECONDS - 90) / 3 )) --out "$parts/k$i-call$call.json" > "$parts/k$i-call$call.log" 2>&1
+  else
+    $cpus python3 $e2e $data --warm-from "$parts/c$i.json" --resume --budget-s $((budget - SECONDS - 30)) \
+      --out "$parts/w$i.json" > "$parts/w$i.log" 2>&1
+  fi
   echo "part $i warm rc=$? at ${SECONDS}s"
+}
+
+warm_parts() {  # the warm results of part $1 (or of every part), less the kernel-cache passes' own files
+  if [ "$KERNEL_CACHE" = 1 ]; then ls "$parts"/k${1:-[0-9]*}-call*.json 2>/dev/null | grep -v kernel-cache-pass
+  else ls "$parts"/w${1:-[0-9]*}.json 2>/dev/null; fi
 }
 
 for i in $(seq 0 $((SHARDS - 1))); do part "$i" & done
 wait
 python3 benchmarks/e2e_merge.py "$OUT/e2e.json" "$parts"/e[0-9]*.json
-[ "$WARM_S" -gt 0 ] && python3 benchmarks/e2e_merge.py "$OUT/e2e_warm.json" "$parts"/w[0-9]*.json
+[ "$WARM_S" -gt 0 ] && python3 benchmarks/e2e_merge.py "$OUT/e2e_warm.json" $(warm_parts)
 rm -f "$parts"/c[0-9]*.json
 tar czf "$OUT/parts.tgz" -C "$OUT" parts && rm -rf "$parts"

@@ -107,6 +107,35 @@ def test_merge_refuses_parts_that_overlap_or_differ(scripts, data, tmp_path, cap
     assert not (tmp_path / "merged.json").exists()
 
 
+def test_warm_parts_with_kernel_cache_passes_merge_and_their_summary_covers_every_part(scripts, data, tmp_path, capsys):
+    """Each GPU call's warm pass with the kernel caches kept is a part of its own: joined, the
+    summary compares the kept-cache compile times of every part's rows; a part without those
+    passes does not join them."""
+    e2e, merger = scripts
+    names = []
+    for i, kept_s in ((0, 1.5), (1, 3.0)):
+        part = run(e2e, data, tmp_path / f"part{i}.json", "--shard", f"{i}/2")
+        for row in part["rows"]:
+            row["kernel_cache"] = {"no_autotune": {"compile_s": 1.0}, "diode_warm": {"compile_s": kept_s}}
+            row["kernel_cache"]["warm"] = {"same_pick": True, "warm_kept": 1}
+        part["kernel_cache"] = {"folder": f"kernels-{i}"}
+        (tmp_path / f"kept{i}.json").write_text(json.dumps(part))
+        names.append(str(tmp_path / f"kept{i}.json"))
+    out = tmp_path / "merged.json"
+    assert merger.main([str(out), *names]) == 0
+    merged = json.loads(out.read_text())
+    kept = merged["summary"]["warm_kernel_cache"]
+    assert kept["problems"] == 3 and kept["same_pick_share"] == 1.0
+    assert kept["compile_over_no_autotune_total"] == pytest.approx(sum(
+        row["kernel_cache"]["diode_warm"]["compile_s"] for row in merged["rows"]) / 3)  # fmt: skip
+    assert merged["summary"]["warm_side_by_side"]["kernel_caches_kept_total"] == kept["compile_over_no_autotune_total"]
+    assert [part["kernel_cache"]["folder"] for part in merged["parts"]] == ["kernels-0", "kernels-1"]
+
+    with pytest.raises(SystemExit):
+        merger.main([str(tmp_path / "mixed.json"), names[0], str(tmp_path / "part1.json")])
+    assert "only some parts have kernel-cache passes" in capsys.readouterr().err
+
+
 def test_a_run_starts_no_problem_the_slowest_so_far_would_take_past_its_budget(scripts):
     e2e, _ = scripts
     assert not e2e.out_of_budget(10.0, 0.0, 25.0)  # the first problem always starts within the budget
