@@ -25,7 +25,10 @@ import e2e_validation  # noqa: E402
 #: What the parts must share for their rows to be one run's.
 SHARED = ("benchmark", "method", "timing", "hardware", "dataset_hardware", "modes")
 #: What each part records of itself.
-OWN = ("shard", "environment", "caches", "elapsed_s", "earlier_calls", "stopped_early", "warm_from", "kernel_cache")
+OWN = (
+    "shard", "environment", "caches", "elapsed_s", "earlier_calls", "stopped_early", "warm_from", "kernel_cache",
+    "compile_workers_warmed",
+)  # fmt: skip
 
 
 def merge(parts: list[dict], names: list[str]) -> dict:

@@ -23,8 +23,9 @@ measured candidate is known), the GEMM is compiled with:
   ``vs_best`` takes the collector's time of the kernel alone. It is left out of each row's
   best mode.
 
-Method: one process; each mode first compiles a warm-up GEMM so one-time costs (CUDA context,
-Triton import, compile workers) stay out of the rows; Inductor's caches off
+Method: one process; on a GPU each of Inductor's compile workers first compiles a kernel
+(:func:`warm_compile_workers`), then each mode compiles a warm-up GEMM, so one-time costs (CUDA
+context, Triton import, compile workers) stay out of the rows; Inductor's caches off
 (``force_disable_caches``) and Triton's cache in a fresh folder, and per problem the modes compile
 in the order above so no mode reuses a Triton kernel another compiled for it (no_autotune
 compiles none; diode_fast compiles one to five before max_autotune_default's twenty). Compile
@@ -116,6 +117,7 @@ from diode_backend.offline.families import family_of, parse_families  # noqa: E4
 from diode_backend.problem import GemmProblem  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402
 from diode_backend import measured, registry  # noqa: E402
+from diode_backend.inductor import compat  # noqa: E402
 from diode_backend.inductor.context import candidate_set  # noqa: E402
 from diode_backend.inductor.feedback import observe_autotuning  # noqa: E402
 from diode_backend.inductor.options import current_options  # noqa: E402
@@ -198,6 +200,22 @@ def parse_shard(text: str) -> tuple[int, int] | None:
     if not (index.isdigit() and count.isdigit()) or int(index) >= int(count):
         return None
     return int(index), int(count)
+
+
+def warm_compile_workers(device: str) -> int:
+    """Give each of Inductor's compile workers its first kernel before the rows, all at once:
+    the workers, how many there were (0: Inductor compiles in this process).
+
+    A worker's first kernel costs it its imports, once per process, and until the workers are
+    ready Inductor compiles in this process instead. Without this, the first rows after the
+    workers came up would each pay one worker's start, and only in the modes that compile
+    kernels. One pointwise kernel per worker, each of another size, compiled as one
+    graph so Inductor hands them to the workers together."""
+    workers = compat.compile_workers_ready(120.0)
+    if workers:
+        inputs = [torch.randn(1024 + i, device=device) for i in range(workers)]
+        torch.compile(lambda *xs: [x.sin() * (i + 2) for i, x in enumerate(xs)])(*inputs)
+    return workers
 
 
 def make_case(problem: GemmProblem, device: str = "cuda"):
@@ -789,6 +807,8 @@ def main(argv: list[str] | None = None) -> int:
     done = {row["describe"] for row in result["rows"]}
     chosen = [item for item in run_order(chosen)[shard[0] :: shard[1]] if item.problem.describe() not in done]
     result["summary"] = summarize(result["rows"], modes)
+    if cuda:
+        result["compile_workers_warmed"] = warm_compile_workers(args.device)
     warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256), args.device)
     measure_row(warm_fn, warm_args, modes, timer, caches)  # one-time costs out of the rows
     slowest_row_s = 0.0

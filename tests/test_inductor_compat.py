@@ -64,3 +64,36 @@ def test_a_narrowed_heuristic_filters_its_own_configs_and_is_restored_after():
     assert narrowed == [c for c in everything if c.num_warps == 4 and c.num_stages == 3] and 0 < len(narrowed) < len(everything)
     assert "_filter_configs" not in vars(heuristic)  # the class's own method again
     assert heuristic._filter_configs(list(heuristic.exhaustive_configs)) == everything
+
+
+def test_the_compile_workers_come_up_and_take_jobs_or_report_none(tmp_path):
+    """``compile_workers_ready`` in fresh processes: with two compile threads Inductor's worker
+    pool is started and ready (Inductor then hands kernels to it); with one there is none.
+    ``e2e_validation.warm_compile_workers`` then gives each worker a kernel of its own."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = """
+import json, sys
+sys.path.insert(0, "benchmarks")
+from torch._inductor import config
+from torch._inductor.async_compile import AsyncCompile
+config.compile_threads = int(sys.argv[1])
+import e2e_validation
+from diode_backend.inductor import compat
+ready = compat.compile_workers_ready(120.0)
+print(json.dumps({"ready": ready, "pool": AsyncCompile.use_process_pool() if ready else None,
+                  "warmed": e2e_validation.warm_compile_workers("cpu")}))
+"""
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "DIODE_CACHE_DIR": str(tmp_path / "diode")}
+    found = {}
+    for threads in (1, 2):
+        done = subprocess.run([sys.executable, "-c", script, str(threads)], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        found[threads] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found[1] == {"ready": 0, "pool": None, "warmed": 0}
+    assert found[2] == {"ready": 2, "pool": True, "warmed": 2}

@@ -185,6 +185,33 @@ def compile_in_workers(choice: Any) -> Any:
     return getattr(AsyncCompile().triton(kernel_name=choice.bmreq.kernel_name, source_code=source), "future", None)
 
 
+def compile_workers_ready(timeout_s: float) -> int:
+    """Start Inductor's compile worker processes and wait, at most ``timeout_s``, until they take
+    jobs: how many there are, or 0 where Inductor compiles in this process (``compile_threads``
+    1, a daemonic process, workers not ready in time).
+
+    torch 2.11 and 2.13 alike: ``get_compile_threads()`` (else ``config.compile_threads``),
+    ``AsyncCompile.warm_pool()``, ``AsyncCompile.wait_pool_ready(timeout)`` and
+    ``AsyncCompile.use_process_pool()``, the readiness Inductor checks before it hands a kernel
+    to the workers.
+    """
+    import concurrent.futures
+
+    from torch._inductor import async_compile, config
+
+    threads_of = getattr(async_compile, "get_compile_threads", None)
+    threads = threads_of() if threads_of is not None else (config.compile_threads or 1)
+    if threads <= 1:
+        return 0
+    pool = async_compile.AsyncCompile
+    pool.warm_pool()
+    try:
+        pool.wait_pool_ready(timeout=timeout_s)
+    except concurrent.futures.TimeoutError:
+        return 0
+    return threads if pool.use_process_pool() else 0
+
+
 def runs_as_cuda_graph() -> bool:
     """Whether the graph being compiled will run as CUDA-graph replays: Inductor's
     ``triton.cudagraphs``, which ``mode="max-autotune"`` turns on and
