@@ -55,7 +55,9 @@ the timing erred there, not the pick.
 Warm cache: ``--warm-from FILE`` compiles the problems of an earlier run's complete rows again,
 in a new process, with Inductor's caches off and DIODE's prediction cache the earlier run's
 (``caches.diode`` of FILE: run both on one machine, the earlier in one call, without
-``--resume``); modes ``no_autotune,diode_warm`` unless ``--modes`` says otherwise. Each row
+``--resume``); modes ``no_autotune,diode_warm`` unless ``--modes`` says otherwise, compiled in
+the given order on even rows and the reverse on odd ones (each row's ``compile_order``:
+:func:`compile_order`). Each row
 gets ``warm``: the earlier ``diode_fast`` decision's pick and kept count against
 ``diode_warm``'s, and whether the picks match (for a kept count above one the pick is the
 predicted best, not the kernel Inductor's benchmark then chose); the summary's ``warm`` gives
@@ -95,6 +97,7 @@ os.environ.setdefault("DIODE_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-pred
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -534,20 +537,26 @@ def warm_comparison(cold: dict, warm: dict) -> dict:
     }
 
 
+def compile_order(modes: list[str], index: int) -> list[str]:
+    """The order a warm pass compiles ``modes`` in on its ``index``-th row: as given on even
+    rows, reversed on odd ones. The first compile after Dynamo's reset is the slower (the
+    control ``no_autotune_again`` compiles in less time than ``no_autotune`` before it), so a
+    fixed order would favour the mode compiled second; alternating it, the geometric mean over
+    the rows cancels that, and ``summarize_warm`` shows it (``by_first_mode``)."""
+    return list(modes) if index % 2 == 0 else list(reversed(modes))
+
+
 def summarize_warm(rows: list[dict]) -> dict:
     """Over the rows both ``diode_warm`` and ``no_autotune`` compiled: diode_warm's compile time
     over no_autotune's (geometric mean of the rows' ratios, ratio of the totals, share of rows
     within :data:`WARM_BOUND`), and the share of rows whose warm pick is the cold run's."""
-    pairs = [
-        (row["modes"]["diode_warm"]["compile_s"], row["modes"]["no_autotune"]["compile_s"])
-        for row in rows
-        if all("compile_s" in row["modes"].get(mode, {}) for mode in WARM_MODES)
-    ]
+    both = [row for row in rows if all("compile_s" in row["modes"].get(mode, {}) for mode in WARM_MODES)]
+    pairs = [(row["modes"]["diode_warm"]["compile_s"], row["modes"]["no_autotune"]["compile_s"]) for row in both]
     compared = [row["warm"] for row in rows if "warm" in row]
     if not pairs:
         return {"problems": 0}
     ratios = torch.tensor([warm / plain for warm, plain in pairs], dtype=torch.float64)
-    return {
+    summary = {
         "problems": len(pairs),
         "compile_over_no_autotune_geomean": float(ratios.log().mean().exp()),
         "compile_over_no_autotune_total": sum(w for w, _ in pairs) / sum(p for _, p in pairs),
@@ -556,6 +565,16 @@ def summarize_warm(rows: list[dict]) -> dict:
         "same_pick_share": sum(c["same_pick"] for c in compared) / len(compared),
         "single_pick_share": sum(c["warm_kept"] == 1 for c in compared) / len(compared),
     }
+    firsts: dict[str, list[float]] = {}
+    for row, (warm, plain) in zip(both, pairs):
+        if row.get("compile_order"):
+            firsts.setdefault(row["compile_order"][0], []).append(math.log(warm / plain))
+    if firsts:
+        summary["by_first_mode"] = {
+            first: {"problems": len(logs), "compile_over_no_autotune_geomean": math.exp(statistics.fmean(logs))}
+            for first, logs in sorted(firsts.items())
+        }
+    return summary
 
 
 def keep_kernel_caches() -> dict:
@@ -619,8 +638,9 @@ def add_kernel_cache_figures(result: dict, second: dict, folder: Path, first: di
             row["kernel_cache"] = {
                 mode: {key: f[key] for key in ("compile_s", "error") if key in f} for mode, f in other["modes"].items()
             }
-            if "warm" in other:
-                row["kernel_cache"]["warm"] = other["warm"]
+            for key in KERNEL_CACHE_ROW_KEYS:
+                if key in other:
+                    row["kernel_cache"][key] = other[key]
     result["kernel_cache"] = {
         "folder": str(folder),
         "caches": second.get("caches"),
@@ -630,15 +650,18 @@ def add_kernel_cache_figures(result: dict, second: dict, folder: Path, first: di
     result["summary"] = summarize(result["rows"], modes)
 
 
+#: What a row's ``kernel_cache`` holds beside its modes' figures.
+KERNEL_CACHE_ROW_KEYS = ("warm", "compile_order")
+
+
 def kernel_cache_rows(rows: list[dict]) -> list[dict]:
     """The rows as the second kernel-cache pass compiled them (each row's ``kernel_cache`` as its
     modes and its ``warm``), for :func:`summarize_warm`."""
     found = []
     for row in rows:
         if "kernel_cache" in row:
-            kept = {"modes": {mode: f for mode, f in row["kernel_cache"].items() if mode != "warm"}}
-            if "warm" in row["kernel_cache"]:
-                kept["warm"] = row["kernel_cache"]["warm"]
+            kept = {"modes": {mode: f for mode, f in row["kernel_cache"].items() if mode not in KERNEL_CACHE_ROW_KEYS}}
+            kept.update({key: row["kernel_cache"][key] for key in KERNEL_CACHE_ROW_KEYS if key in row["kernel_cache"]})
             found.append(kept)
     return found
 
@@ -820,11 +843,14 @@ def main(argv: list[str] | None = None) -> int:
         problem = item.problem
         set_tf32(problem)
         fn, inputs = make_case(problem, args.device)
+        order = compile_order(modes, len(result["rows"])) if cold_rows else modes
         row = {
             "problem": problem.to_dict(), "describe": problem.describe(), "family": family_of(item),
             "workload_class": workload_class(problem), "best_measured_us": item.best_us,
-            "modes": measure_row(fn, inputs, modes, timer, caches, seeds={BEST_KNOWN: lambda: seed_best_known(item, args.device)}),
+            "modes": measure_row(fn, inputs, order, timer, caches, seeds={BEST_KNOWN: lambda: seed_best_known(item, args.device)}),
         }  # fmt: skip
+        if cold_rows:
+            row["compile_order"] = order
         note_best_known(row["modes"])
         rank_modes(row["modes"], item.best_us)
         if cold_rows:

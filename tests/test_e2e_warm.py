@@ -313,9 +313,10 @@ def test_the_warm_pass_with_kernel_caches_kept_runs_on_the_cpu_in_fresh_processe
     (row,) = result["rows"]
     assert row["modes"]["diode_warm"]["diode"]["predicted_decision_hits"] == 1  # what diode_fast stored
     assert result["caches"]["settings"]["torch._inductor.config"] == {"force_disable_caches": True}
-    assert set(row["modes"]) == set(row["kernel_cache"]) - {"warm"} == {"no_autotune", "diode_warm"}
+    assert set(row["modes"]) == set(row["kernel_cache"]) - {"warm", "compile_order"} == {"no_autotune", "diode_warm"}
+    assert row["compile_order"] == row["kernel_cache"]["compile_order"] == ["no_autotune", "diode_warm"]  # the first row
     assert row["kernel_cache"]["warm"]["same_pick"] and row["warm"]["same_pick"]
-    assert all(f["compile_s"] > 0 for mode, f in row["kernel_cache"].items() if mode != "warm")
+    assert all(f["compile_s"] > 0 for mode, f in row["kernel_cache"].items() if mode in ("no_autotune", "diode_warm"))
     side = result["summary"]["warm_side_by_side"]
     assert side["all_caches_off"] == result["summary"]["warm"]["compile_over_no_autotune_geomean"]
     assert side["kernel_caches_kept"] == result["summary"]["warm_kernel_cache"]["compile_over_no_autotune_geomean"] > 0
@@ -325,3 +326,25 @@ def test_the_warm_pass_with_kernel_caches_kept_runs_on_the_cpu_in_fresh_processe
     assert kept["settings"]["torch._inductor.config"]["fx_graph_cache"] is False
     assert result["kernel_cache"]["first_pass_summary"]["problems"] == 1
     assert any((Path(kernels) / "inductor").rglob("*.py"))  # the first pass left its compiled code there
+
+
+def test_a_warm_pass_alternates_its_compile_order_and_shows_what_the_order_did(e2e):
+    """The first compile after Dynamo's reset is the slower, so the warm pass alternates which
+    mode compiles first; the summary gives the ratio for each first mode apart."""
+    assert [e2e.compile_order(["no_autotune", "diode_warm"], i) for i in range(3)] == [
+        ["no_autotune", "diode_warm"], ["diode_warm", "no_autotune"], ["no_autotune", "diode_warm"],
+    ]  # fmt: skip
+    warm = {"same_pick": True, "warm_kept": 1}
+    rows = [
+        {"modes": {"no_autotune": {"compile_s": 1.0}, "diode_warm": {"compile_s": 0.8}}, "warm": warm,
+         "compile_order": ["no_autotune", "diode_warm"]},
+        {"modes": {"no_autotune": {"compile_s": 1.0}, "diode_warm": {"compile_s": 1.25}}, "warm": warm,
+         "compile_order": ["diode_warm", "no_autotune"]},
+    ]  # fmt: skip
+    summary = e2e.summarize_warm(rows)
+    assert summary["compile_over_no_autotune_geomean"] == pytest.approx(1.0)
+    assert summary["by_first_mode"] == {
+        "diode_warm": {"problems": 1, "compile_over_no_autotune_geomean": pytest.approx(1.25)},
+        "no_autotune": {"problems": 1, "compile_over_no_autotune_geomean": pytest.approx(0.8)},
+    }
+    assert "by_first_mode" not in e2e.summarize_warm([{k: v for k, v in r.items() if k != "compile_order"} for r in rows])
