@@ -549,7 +549,9 @@ def compile_order(modes: list[str], index: int) -> list[str]:
 def summarize_warm(rows: list[dict]) -> dict:
     """Over the rows both ``diode_warm`` and ``no_autotune`` compiled: diode_warm's compile time
     over no_autotune's (geometric mean of the rows' ratios, ratio of the totals, share of rows
-    within :data:`WARM_BOUND`), and the share of rows whose warm pick is the cold run's."""
+    within :data:`WARM_BOUND`), the share of rows whose warm pick is the cold run's, and where
+    rows record their ``compile_order``, the geometric mean apart for each mode compiled first
+    (``by_first_mode``)."""
     both = [row for row in rows if all("compile_s" in row["modes"].get(mode, {}) for mode in WARM_MODES)]
     pairs = [(row["modes"]["diode_warm"]["compile_s"], row["modes"]["no_autotune"]["compile_s"]) for row in both]
     compared = [row["warm"] for row in rows if "warm" in row]
@@ -656,7 +658,7 @@ KERNEL_CACHE_ROW_KEYS = ("warm", "compile_order")
 
 def kernel_cache_rows(rows: list[dict]) -> list[dict]:
     """The rows as the second kernel-cache pass compiled them (each row's ``kernel_cache`` as its
-    modes and its ``warm``), for :func:`summarize_warm`."""
+    modes, its ``warm`` and its ``compile_order``), for :func:`summarize_warm`."""
     found = []
     for row in rows:
         if "kernel_cache" in row:
