@@ -57,11 +57,12 @@ in a new process, with Inductor's caches off and DIODE's prediction cache the ea
 (``caches.diode`` of FILE: run both on one machine, the earlier in one call, without
 ``--resume``); modes ``no_autotune,diode_warm`` unless ``--modes`` says otherwise, compiled in
 the given order on even rows and the reverse on odd ones (each row's ``compile_order``:
-:func:`compile_order`). Each row
-gets ``warm``: the earlier ``diode_fast`` decision's pick and kept count against
-``diode_warm``'s, and whether the picks match (for a kept count above one the pick is the
-predicted best, not the kernel Inductor's benchmark then chose); the summary's ``warm`` gives
-diode_warm's compile time over no_autotune's and the share of matching picks. Triton's kernel
+:func:`compile_order`). Each row gets ``warm``: the earlier ``diode_fast`` decision's pick and
+kept count against ``diode_warm``'s, whether the picks match (for a kept count above one the
+pick is the predicted best, not the kernel Inductor's benchmark then chose), and the winner of
+the measured decision stored for the problem just before the warm compile
+(:func:`measured_before`); the summary's ``warm`` gives diode_warm's compile time over
+no_autotune's and the share of matching picks. Triton's kernel
 cache is fresh too, whatever ``TRITON_CACHE_DIR`` says: with ``force_disable_caches`` Inductor
 compiles each graph under ``torch._inductor.utils.fresh_cache``, which points
 ``TRITON_CACHE_DIR`` at a new folder of its own, so a Triton decision is compiled from source
@@ -418,6 +419,20 @@ def seed_best_known(item: ProblemTimings, device: str) -> None:
     fastest = min(range(len(item.times_us)), key=item.times_us.__getitem__)
     hardware = registry.detect_hardware(device)
     measured.remember(measured.MeasuredDecision(item.problem, hardware, (item.configs[fastest],), (item.times_us[fastest],), space))
+
+
+def measured_before(problem: GemmProblem, device: str, caches: str) -> str | None:
+    """The winner of the measured decision ``diode_warm``'s prediction cache holds for
+    ``problem`` (as the dataset states it) before the warm compile, or None. Beside the warm
+    compile's own lookup: where DIODE then finds no stored decision though this found one, the
+    lookup missed (another problem, space or hardware derived at compile time), not the store."""
+    from torch._inductor import config
+
+    os.environ["DIODE_CACHE_DIR"] = prediction_cache(caches, "diode_warm")
+    with config.patch(MODES["diode_warm"]):
+        space = candidate_set(current_options())
+    found = measured.lookup(problem, registry.detect_hardware(device), space)
+    return found.winner.describe() if found is not None else None
 
 
 def timer_spread(rows: list[dict]) -> dict | None:
@@ -846,6 +861,7 @@ def main(argv: list[str] | None = None) -> int:
         set_tf32(problem)
         fn, inputs = make_case(problem, args.device)
         order = compile_order(modes, len(result["rows"])) if cold_rows else modes
+        stored = measured_before(problem, args.device, caches) if cold_rows else None
         row = {
             "problem": problem.to_dict(), "describe": problem.describe(), "family": family_of(item),
             "workload_class": workload_class(problem), "best_measured_us": item.best_us,
@@ -856,7 +872,7 @@ def main(argv: list[str] | None = None) -> int:
         note_best_known(row["modes"])
         rank_modes(row["modes"], item.best_us)
         if cold_rows:
-            row["warm"] = warm_comparison(cold_rows[row["describe"]], row)
+            row["warm"] = {**warm_comparison(cold_rows[row["describe"]], row), "measured_before": stored}
         result["rows"].append(row)
         slowest_row_s = max(slowest_row_s, time.monotonic() - row_started)
         result["summary"] = summarize(result["rows"], modes)

@@ -316,6 +316,7 @@ def test_the_warm_pass_with_kernel_caches_kept_runs_on_the_cpu_in_fresh_processe
     assert set(row["modes"]) == set(row["kernel_cache"]) - {"warm", "compile_order"} == {"no_autotune", "diode_warm"}
     assert row["compile_order"] == row["kernel_cache"]["compile_order"] == ["no_autotune", "diode_warm"]  # the first row
     assert row["kernel_cache"]["warm"]["same_pick"] and row["warm"]["same_pick"]
+    assert row["warm"]["measured_before"] is None  # the example model's pick was kept alone: a predicted decision
     assert all(f["compile_s"] > 0 for mode, f in row["kernel_cache"].items() if mode in ("no_autotune", "diode_warm"))
     side = result["summary"]["warm_side_by_side"]
     assert side["all_caches_off"] == result["summary"]["warm"]["compile_over_no_autotune_geomean"]
@@ -348,3 +349,23 @@ def test_a_warm_pass_alternates_its_compile_order_and_shows_what_the_order_did(e
         "no_autotune": {"problems": 1, "compile_over_no_autotune_geomean": pytest.approx(0.8)},
     }
     assert "by_first_mode" not in e2e.summarize_warm([{k: v for k, v in r.items() if k != "compile_order"} for r in rows])
+
+
+def test_the_measured_decision_stored_before_a_warm_compile_is_read_as_diode_warm_would(e2e, tmp_path, monkeypatch):
+    """``measured_before`` reads diode_warm's cache (the folder diode_fast filled) under
+    diode_warm's candidate space: the winner stored for the problem, and None for another."""
+    from diode_backend import measured, registry
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    problem, other = GemmProblem("mm", 64, 48, 32), GemmProblem("mm", 64, 48, 16)
+    caches = str(tmp_path / "diode")
+    monkeypatch.setenv("DIODE_CACHE_DIR", e2e.prediction_cache(caches, "diode_fast"))
+    from torch._inductor import config
+
+    with config.patch(e2e.MODES["diode_fast"]):
+        space = e2e.candidate_set(e2e.current_options())
+    winner = KernelConfig("aten", "aten::mm")
+    measured.remember(measured.MeasuredDecision(problem, registry.detect_hardware("cpu"), (winner,), (10.0,), space))
+    monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "elsewhere"))  # whatever was set before
+    assert e2e.measured_before(problem, "cpu", caches) == winner.describe()
+    assert e2e.measured_before(other, "cpu", caches) is None
