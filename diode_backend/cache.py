@@ -44,7 +44,7 @@ import msgpack
 
 from . import __version__, codec, counters
 from .files import RefusedFile, read_regular_file, write_atomic
-from .problem import GemmProblem, HardwareInfo, KernelConfig
+from .problem import CONFIG_FIELDS, GemmProblem, HardwareInfo, KernelConfig
 from .scorer import GemmScorer, Prediction, checked_prediction
 
 APP_NAME = "diode-backend"
@@ -64,9 +64,7 @@ EVICTION_SAMPLE = 64
 _SUFFIX = ".msgpack"
 _TEMP_PREFIX = "."  # write_atomic's temporary files: ".<entry name>.<random>.tmp"
 _STALE_TEMP_S = 3600.0  # a temporary file this old belongs to a writer that died
-_CONFIG_FIELDS = attrgetter(
-    "kind", "template", "block_m", "block_n", "block_k", "num_stages", "num_warps", "group_m"
-)
+_CONFIG_FIELDS = attrgetter(*CONFIG_FIELDS)
 
 
 @dataclass(frozen=True)
