@@ -412,13 +412,19 @@ def note_best_known(figures: dict[str, dict]) -> None:
 def seed_best_known(item: ProblemTimings, device: str) -> None:
     """Store the dataset's fastest candidate of ``item`` as DIODE's measured decision for its
     GEMM, under :data:`BEST_KNOWN`'s options, in the prediction cache set now."""
-    from torch._inductor import config
-
-    with config.patch(MODES[BEST_KNOWN]):
-        space = candidate_set(current_options())
     fastest = min(range(len(item.times_us)), key=item.times_us.__getitem__)
     hardware = registry.detect_hardware(device)
-    measured.remember(measured.MeasuredDecision(item.problem, hardware, (item.configs[fastest],), (item.times_us[fastest],), space))
+    measured.remember(
+        measured.MeasuredDecision(item.problem, hardware, (item.configs[fastest],), (item.times_us[fastest],), space_of(BEST_KNOWN))
+    )
+
+
+def space_of(mode: str) -> str:
+    """The candidate space (a stored decision's key part) DIODE derives under ``mode``'s options."""
+    from torch._inductor import config
+
+    with config.patch(MODES[mode]):
+        return candidate_set(current_options())
 
 
 def measured_before(problem: GemmProblem, device: str, caches: str) -> str | None:
@@ -426,12 +432,8 @@ def measured_before(problem: GemmProblem, device: str, caches: str) -> str | Non
     ``problem`` (as the dataset states it) before the warm compile, or None. Beside the warm
     compile's own lookup: where DIODE then finds no stored decision though this found one, the
     lookup missed (another problem, space or hardware derived at compile time), not the store."""
-    from torch._inductor import config
-
     os.environ["DIODE_CACHE_DIR"] = prediction_cache(caches, "diode_warm")
-    with config.patch(MODES["diode_warm"]):
-        space = candidate_set(current_options())
-    found = measured.lookup(problem, registry.detect_hardware(device), space)
+    found = measured.lookup(problem, registry.detect_hardware(device), space_of("diode_warm"))
     return found.winner.describe() if found is not None else None
 
 

@@ -360,10 +360,7 @@ def test_the_measured_decision_stored_before_a_warm_compile_is_read_as_diode_war
     problem, other = GemmProblem("mm", 64, 48, 32), GemmProblem("mm", 64, 48, 16)
     caches = str(tmp_path / "diode")
     monkeypatch.setenv("DIODE_CACHE_DIR", e2e.prediction_cache(caches, "diode_fast"))
-    from torch._inductor import config
-
-    with config.patch(e2e.MODES["diode_fast"]):
-        space = e2e.candidate_set(e2e.current_options())
+    space = e2e.space_of("diode_fast")
     winner = KernelConfig("aten", "aten::mm")
     measured.remember(measured.MeasuredDecision(problem, registry.detect_hardware("cpu"), (winner,), (10.0,), space))
     monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "elsewhere"))  # whatever was set before
