@@ -9,7 +9,8 @@ from torch._inductor import config
 from diode_backend import hookimpl, plugins
 from diode_backend.scorer import Prediction, ScorerEntry
 
-DIODE = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fx_graph_cache": True}
+# caches on whatever an earlier test left set (e2e_validation's main turns force_disable_caches on)
+DIODE = {"max_autotune": True, "max_autotune_gemm_backends": "DIODE", "fx_graph_cache": True, "force_disable_caches": False}
 
 
 def gemm(a, b):
