@@ -78,6 +78,16 @@ figures, no_autotune's and diode_warm's alike, are the ones reported: each row's
 ``kernel_cache``, the summary's ``warm_kernel_cache``, and ``warm_side_by_side`` (both ratios).
 ``--device cpu`` runs any of this on the CPU (the host clock times it).
 
+Graphs of several GEMMs: ``--graph-size N`` compiles up to N problems of one family and one
+float32 precision setting (TF32 is a process setting) as one graph, in the run order, where
+each GEMM is otherwise a graph of its own. A model's forward holds its GEMMs in one graph, which
+shares a compile's fixed costs (Dynamo, AOTAutograd, Inductor's passes, loading the output
+module) among them; a graph of one GEMM charges them all to it, to every mode alike. Such a row
+names its problems (``members``), its ``best_measured_us`` is the sum of theirs (each kernel
+timed alone: the graph's runtime adds its launches), each DIODE mode lists every decision of
+the compile (``diode.decisions``), and its ``warm`` counts the GEMMs whose warm pick is the cold
+one (``same_picks`` of ``gemms``). A warm run compiles the earlier run's graphs as they were.
+
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
     python benchmarks/e2e_validation.py trained_models/data --problems 32 --out $OUT/e2e.json
@@ -244,6 +254,54 @@ def make_case(problem: GemmProblem, device: str = "cuda"):
     return (torch.baddbmm if batched else torch.addmm), (bias, a, b)
 
 
+def make_graph(problems: list[GemmProblem], device: str = "cuda"):
+    """The function and inputs that compute ``problems`` in one graph (:func:`make_case` for one
+    problem): every GEMM of its own inputs, their results returned together."""
+    if len(problems) == 1:
+        return make_case(problems[0], device)
+    cases = [make_case(problem, device) for problem in problems]
+
+    def graph(*args):
+        results, start = [], 0
+        for fn, inputs in cases:
+            results.append(fn(*args[start : start + len(inputs)]))
+            start += len(inputs)
+        return tuple(results)
+
+    return graph, tuple(x for _, inputs in cases for x in inputs)
+
+
+def graph_groups(items: list[ProblemTimings], size: int) -> list[list[ProblemTimings]]:
+    """``items``, in run order, as the graphs a run compiles: each alone for ``size`` 1, else up
+    to ``size`` problems of one family and one float32 precision setting, in their order, each
+    graph where its first problem stood."""
+    if size <= 1:
+        return [[item] for item in items]
+    filling: dict[tuple, list[ProblemTimings]] = {}
+    groups = []
+    for item in items:
+        key = (family_of(item), item.problem.allow_tf32)
+        if key not in filling or len(filling[key]) == size:
+            filling[key] = []
+            groups.append(filling[key])
+        filling[key].append(item)
+    return groups
+
+
+def describe_graph(group: list[ProblemTimings]) -> str:
+    """A row's name: its problem's description, or a graph's family and problems."""
+    if len(group) == 1:
+        return group[0].problem.describe()
+    return f"{family_of(group[0])} graph: " + "; ".join(item.problem.describe() for item in group)
+
+
+def relative_error(out, reference) -> float:
+    """The largest relative error (Frobenius norm) of ``out`` against ``reference``: tensors, or
+    tuples of them (a graph's results)."""
+    pairs = zip(out, reference) if isinstance(out, tuple) else [(out, reference)]
+    return max(float((o.double() - r).norm() / r.norm().clamp(min=1e-30)) for o, r in pairs)
+
+
 def synchronize() -> None:
     if torch.cuda.is_initialized():
         torch.cuda.synchronize()
@@ -251,7 +309,8 @@ def synchronize() -> None:
 
 def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
     """Compile ``fn`` under ``options``: its compile time (s), relative error against a float64
-    reference, DIODE's decision, what Inductor's own autotuning picked where it benchmarked
+    reference, DIODE's decision (the last; ``decisions``, all of them, where it made several),
+    what Inductor's own autotuning picked where it benchmarked
     (``autotuned``: per benchmarked GEMM the fastest candidate, its time and how many were
     timed), the kernels its compiled function launches (``kernels``, :func:`launched_kernels`),
     and the compiled function. Cold with Inductor's caches off: Dynamo traces each
@@ -269,10 +328,10 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
         out = compiled(*args)
     synchronize()
     compile_s = time.perf_counter() - start
-    reference = fn(*[x.double() for x in args])
-    error = float((out.double() - reference).norm() / reference.norm().clamp(min=1e-30))
+    error = relative_error(out, fn(*[x.double() for x in args]))
     stats = diode_backend.stats()
-    decision = stats["recent_decisions"][-1] if stats["recent_decisions"] else None
+    decisions = stats["recent_decisions"]
+    decision = decisions[-1] if decisions else None
     counted = stats["counters"]
     return {
         "compile_s": compile_s,
@@ -288,6 +347,7 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
             "measured_decision_hits": counted.get("measured_decision_hits", 0),
             "predicted_decision_hits": counted.get("predicted_decision_hits", 0),
             "measure_failed_candidates": counted.get("measure_failed_candidates", 0),
+            **({"decisions": decisions} if len(decisions) > 1 else {}),
         }
         if options.get("max_autotune_gemm_backends") == "DIODE"
         else None,
@@ -401,12 +461,13 @@ def rank_modes(figures: dict[str, dict], best_us: float) -> None:
             f["vs_best_known"] = f["runtime_us"] / known["runtime_us"]
 
 
-def note_best_known(figures: dict[str, dict]) -> None:
-    """Whether :data:`BEST_KNOWN`'s compile used the decision :func:`seed_best_known` stored
-    (``applied``; not where the candidate is not among those Inductor offers now)."""
+def note_best_known(figures: dict[str, dict], gemms: int = 1) -> None:
+    """Whether :data:`BEST_KNOWN`'s compile of ``gemms`` GEMMs used the decisions
+    :func:`seed_best_known` stored (``applied``; not where a candidate is not among those
+    Inductor offers now)."""
     known = figures.get(BEST_KNOWN)
     if known is not None and "error" not in known:
-        known["applied"] = known["diode"]["measured_decision_hits"] > 0
+        known["applied"] = known["diode"]["measured_decision_hits"] >= gemms
 
 
 def seed_best_known(item: ProblemTimings, device: str) -> None:
@@ -540,17 +601,38 @@ def one_part(result: dict, path: str, parser: argparse.ArgumentParser) -> dict:
     return {**result, **parts[0]}
 
 
+def decisions_of(figures: dict) -> dict[str, dict]:
+    """A DIODE mode's decisions in one compile, by problem (none where it failed)."""
+    diode = figures.get("diode") or {}
+    found = diode.get("decisions") or ([diode["decision"]] if diode.get("decision") else [])
+    return {decision["problem"]: decision for decision in found}
+
+
 def warm_comparison(cold: dict, warm: dict) -> dict:
-    """One problem's DIODE decision in the earlier (cold) run's ``diode_fast`` against the warm
-    run's ``diode_warm`` (None where it failed or decided nothing)."""
-    before = cold["modes"]["diode_fast"]["diode"]["decision"]
-    after = (warm["modes"].get("diode_warm", {}).get("diode") or {}).get("decision")
+    """One row's DIODE decisions in the earlier (cold) run's ``diode_fast`` against the warm
+    run's ``diode_warm``. A problem: both picks and kept counts (None where the warm compile
+    failed or decided nothing). A graph: how many GEMMs (``gemms``) have the same pick
+    (``same_picks``), and each run's largest kept count (1: every GEMM compiled alone)."""
+    before = decisions_of(cold["modes"]["diode_fast"])
+    warm_figures = warm["modes"].get("diode_warm", {})
+    if len(before) > 1:
+        after = decisions_of(warm_figures)
+        same = sum(p in after and after[p]["pick"] == decision["pick"] for p, decision in before.items())
+        return {
+            "gemms": len(before),
+            "same_picks": same,
+            "same_pick": same == len(before),
+            "cold_kept": max(d["kept"] for d in before.values()),
+            "warm_kept": max((d["kept"] for d in after.values()), default=None),
+        }
+    (decision,) = before.values()
+    found = (warm_figures.get("diode") or {}).get("decision")
     return {
-        "cold_pick": before["pick"],
-        "cold_kept": before["kept"],
-        "warm_pick": after["pick"] if after else None,
-        "warm_kept": after["kept"] if after else None,
-        "same_pick": bool(after) and after["pick"] == before["pick"],
+        "cold_pick": decision["pick"],
+        "cold_kept": decision["kept"],
+        "warm_pick": found["pick"] if found else None,
+        "warm_kept": found["kept"] if found else None,
+        "same_pick": bool(found) and found["pick"] == decision["pick"],
     }
 
 
@@ -728,6 +810,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--dtypes", default="", help="comma-separated input dtypes to take (default all)")
     parser.add_argument(
+        "--graph-size",
+        type=int,
+        default=1,
+        help="compile up to this many problems of one family (and float32 precision) as one graph, as a model "
+        "holds its GEMMs (default 1: each GEMM a graph of its own; a warm run takes the earlier run's graphs)",
+    )
+    parser.add_argument(
         "--modes",
         help=f"comma-separated, of {', '.join(MODES)} (default {','.join(DEFAULT_MODES)}; with --warm-from {','.join(WARM_MODES)})",
     )
@@ -778,12 +867,15 @@ def main(argv: list[str] | None = None) -> int:
             row["describe"]: row for row in cold["rows"]
             if "decision" in ((row["modes"].get("diode_fast") or {}).get("diode") or {})
         }  # fmt: skip
+        args.graph_size = cold.get("graph_size", 1)
         if not cold_rows:
             parser.error(f"--warm-from: {args.warm_from} has no diode_fast row with a decision")
     elif "diode_warm" in modes:
         parser.error("mode diode_warm needs --warm-from")
     if args.kernel_cache and not args.warm_from:
         parser.error("--kernel-cache needs --warm-from")
+    if args.graph_size < 1:
+        parser.error(f"--graph-size {args.graph_size}: give 1 or more")
     if args.kernel_cache and args.resume:
         parser.error("--kernel-cache runs every pass whole: no --resume")
 
@@ -810,7 +902,8 @@ def main(argv: list[str] | None = None) -> int:
         and (not families or family_of(p) in families)
     ]  # fmt: skip
     if cold_rows:
-        candidates = [p for p in dataset.split("validation") if p.problem.describe() in cold_rows]
+        members = {member for row in cold_rows.values() for member in row.get("members", [row["describe"]])}
+        candidates = [p for p in dataset.split("validation") if p.problem.describe() in members]
     count = args.problems if args.problems is not None else (len(candidates) if families or cold_rows else 32)
     chosen = choose(candidates, count)
     method = TimingMethod(**TIMING, replay="stream" if cuda else "host")
@@ -831,6 +924,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "warm_from": args.warm_from,
         "shard": args.shard,
+        "graph_size": args.graph_size,
         "rows": [],
     }
     if args.resume and Path(args.out).exists():
@@ -839,6 +933,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{args.out} was written with other --modes ({', '.join(earlier.get('modes', {}))})")
         if earlier.get("timing") != result["timing"]:
             parser.error(f"{args.out} was timed by another method (TimingMethod); start a new --out")
+        if earlier.get("graph_size", 1) != args.graph_size:
+            parser.error(f"{args.out} compiled graphs of up to {earlier.get('graph_size', 1)} GEMMs, not {args.graph_size}")
         if parse_shard(earlier.get("shard", "0/1")) != shard:
             parser.error(f"{args.out} holds shard {earlier.get('shard', '0/1')} of its run, not {args.shard}")
         # a row with a failed mode is measured again
@@ -847,34 +943,47 @@ def main(argv: list[str] | None = None) -> int:
             {"environment": earlier["environment"], "elapsed_s": earlier.get("elapsed_s"), "caches": earlier.get("caches")}
         ]
     done = {row["describe"] for row in result["rows"]}
-    chosen = [item for item in run_order(chosen)[shard[0] :: shard[1]] if item.problem.describe() not in done]
+    if cold_rows:  # the earlier run's graphs as they were
+        by_problem = {item.problem.describe(): item for item in chosen}
+        groups = [[by_problem[m] for m in row.get("members", [row["describe"]])] for row in cold_rows.values()]
+    else:
+        groups = graph_groups(run_order(chosen), args.graph_size)[shard[0] :: shard[1]]
+    groups = [group for group in groups if describe_graph(group) not in done]
     result["summary"] = summarize(result["rows"], modes)
     if cuda:
         result["compile_workers_warmed"] = warm_compile_workers(args.device)
     warm_fn, warm_args = make_case(GemmProblem("mm", 192, 320, 256), args.device)
     measure_row(warm_fn, warm_args, modes, timer, caches)  # one-time costs out of the rows
     slowest_row_s = 0.0
-    for item in chosen:
+    for group in groups:
         row_started = time.monotonic()
         if out_of_budget(row_started - started, slowest_row_s, args.budget_s):
             result["stopped_early"] = f"budget of {args.budget_s:.0f} s reached"
             break
-        problem = item.problem
-        set_tf32(problem)
-        fn, inputs = make_case(problem, args.device)
+        problems = [item.problem for item in group]
+        set_tf32(problems[0])
+        fn, inputs = make_graph(problems, args.device)
         order = compile_order(modes, len(result["rows"])) if cold_rows else modes
-        stored = measured_before(problem, args.device, caches) if cold_rows else None
-        row = {
-            "problem": problem.to_dict(), "describe": problem.describe(), "family": family_of(item),
-            "workload_class": workload_class(problem), "best_measured_us": item.best_us,
-            "modes": measure_row(fn, inputs, order, timer, caches, seeds={BEST_KNOWN: lambda: seed_best_known(item, args.device)}),
-        }  # fmt: skip
+        stored = [measured_before(problem, args.device, caches) for problem in problems] if cold_rows else None
+        best_us = sum(item.best_us for item in group)
+        single = len(group) == 1
+        row = {"problem": problems[0].to_dict()} if single else {}
+        row.update(describe=describe_graph(group), family=family_of(group[0]))
+        if single:
+            row["workload_class"] = workload_class(problems[0])
+        else:
+            row["members"] = [problem.describe() for problem in problems]
+        row["best_measured_us"] = best_us
+        row["modes"] = measure_row(
+            fn, inputs, order, timer, caches, seeds={BEST_KNOWN: lambda: [seed_best_known(item, args.device) for item in group]}
+        )
         if cold_rows:
             row["compile_order"] = order
-        note_best_known(row["modes"])
-        rank_modes(row["modes"], item.best_us)
+        note_best_known(row["modes"], len(group))
+        rank_modes(row["modes"], best_us)
         if cold_rows:
-            row["warm"] = {**warm_comparison(cold_rows[row["describe"]], row), "measured_before": stored}
+            before = stored[0] if single else stored
+            row["warm"] = {**warm_comparison(cold_rows[row["describe"]], row), "measured_before": before}
         result["rows"].append(row)
         slowest_row_s = max(slowest_row_s, time.monotonic() - row_started)
         result["summary"] = summarize(result["rows"], modes)
@@ -884,7 +993,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{m}: {f['vs_best']:.3f}x {f['compile_s']:.1f}s" if "vs_best" in f else f"{m}: {f['error'][:60]}"
             for m, f in row["modes"].items()
         )
-        print(f"[{time.monotonic() - started:5.0f}s] {problem.describe()}  {brief}", flush=True)
+        print(f"[{time.monotonic() - started:5.0f}s] {row['describe']}  {brief}", flush=True)
     if args.kernel_cache:
         first, second = kernel_cache_passes(sys.argv[1:] if argv is None else argv, Path(args.kernel_cache), Path(args.out))
         add_kernel_cache_figures(result, second, Path(args.kernel_cache), first, modes)

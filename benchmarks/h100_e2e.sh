@@ -1,6 +1,6 @@
 #!/bin/bash
 # One GPU call of the end-to-end run on the held-out families (benchmarks/results/h100_model.md):
-#   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] [KERNEL_CACHE=1] benchmarks/h100_e2e.sh SECONDS
+#   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] [KERNEL_CACHE=1] [GRAPH_SIZE=G] benchmarks/h100_e2e.sh SECONDS
 # SHARDS (default 1) parts run in parallel, part I on GPU I with an even share of the CPU cores,
 # its own DIODE and Triton caches, and every SHARDS-th problem (e2e_validation --shard I/N). Each
 # part:
@@ -16,6 +16,8 @@
 #    be compiled warm. WARM_S=0 leaves this step out. KERNEL_CACHE=1 adds e2e_validation's
 #    --kernel-cache passes (two more fresh processes, Inductor's and Triton's kernel caches kept),
 #    WARM_S shared by the three passes; each call writes its own $RESUME/parts/kI-callN.json.
+# GRAPH_SIZE (default 1) compiles up to that many GEMMs of a family as one graph (e2e_validation
+# --graph-size); the warm passes compile the cold pass's graphs.
 # Then benchmarks/e2e_merge.py joins the parts. Under $OUT: e2e.json and e2e_warm.json (the
 # whole run so far) and parts.tgz (the parts and their logs: unpack it into $RESUME for the next call).
 set -u
@@ -25,6 +27,7 @@ MODES=${MODES:-no_autotune,diode_pick,diode_fast,max_autotune_default,no_autotun
 SHARDS=${SHARDS:-1}
 WARM_S=${WARM_S:-170}
 KERNEL_CACHE=${KERNEL_CACHE:-0}
+GRAPH_SIZE=${GRAPH_SIZE:-1}
 export PYTHONUNBUFFERED=1
 e2e=benchmarks/e2e_validation.py
 data=trained_models/data/h100/dataset
@@ -41,7 +44,7 @@ part() {  # part I: cold, then this call's rows warm
   export CUDA_VISIBLE_DEVICES=$i DIODE_CACHE_DIR=/tmp/e2e-diode-$$-$i TRITON_CACHE_DIR=/tmp/e2e-triton-$$-$i
   local earlier=/tmp/e2e-earlier-$$-$i.json
   [ -f "$parts/e$i.json" ] && cp "$parts/e$i.json" "$earlier"
-  $cpus python3 $e2e $data --families held-out --modes "$MODES" --shard "$i/$SHARDS" \
+  $cpus python3 $e2e $data --families held-out --modes "$MODES" --shard "$i/$SHARDS" --graph-size "$GRAPH_SIZE" \
     --resume --budget-s $((budget - WARM_S - 30)) --out "$parts/e$i.json" > "$parts/e$i.log" 2>&1
   echo "part $i cold rc=$? at ${SECONDS}s"
   [ "$WARM_S" -gt 0 ] || return 0

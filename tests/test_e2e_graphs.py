@@ -1,0 +1,115 @@
+"""``benchmarks/e2e_validation.py --graph-size``: several GEMMs of a family compiled as one graph,
+as a model's forward holds them, cold and then warm in fresh processes, on the CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "e2e_validation.py"
+
+
+@pytest.fixture
+def e2e(benchmark_scripts):
+    (module,) = benchmark_scripts("e2e_validation")
+    return module
+
+
+def _timings(problem, family: str):
+    from diode_backend.offline.dataset import ProblemTimings
+    from diode_backend.problem import KernelConfig
+
+    return ProblemTimings(problem, (KernelConfig("aten", f"aten::{problem.op}"),), (10.0,), "validation", f"zoo:{family}")
+
+
+def test_graphs_hold_one_family_and_precision_each_in_run_order(e2e):
+    from diode_backend.problem import GemmProblem
+
+    items = [
+        _timings(GemmProblem("mm", 8, 8, 8, dtype="float32"), "vit"),
+        _timings(GemmProblem("mm", 16, 8, 8, dtype="float32"), "bart"),
+        _timings(GemmProblem("mm", 24, 8, 8, dtype="float32", allow_tf32=True), "vit"),
+        _timings(GemmProblem("mm", 32, 8, 8, dtype="float32"), "vit"),
+        _timings(GemmProblem("mm", 40, 8, 8, dtype="float32"), "vit"),
+    ]
+    groups = e2e.graph_groups(items, 2)
+    assert [[items.index(i) for i in g] for g in groups] == [[0, 3], [1], [2], [4]]
+    assert e2e.graph_groups(items, 1) == [[i] for i in items]
+    assert e2e.describe_graph(groups[1]) == items[1].problem.describe()
+    assert e2e.describe_graph(groups[0]) == f"vit graph: {items[0].problem.describe()}; {items[3].problem.describe()}"
+
+
+def test_a_graph_computes_each_gemm_of_its_own_inputs(e2e):
+    import torch
+
+    from diode_backend.problem import GemmProblem
+
+    problems = [GemmProblem("mm", 8, 16, 32, dtype="float32"), GemmProblem("addmm", 4, 8, 16, dtype="float32", bias="row")]
+    fn, args = e2e.make_graph(problems, "cpu")
+    assert len(args) == 5
+    mm, addmm = fn(*args)
+    torch.testing.assert_close(mm, args[0] @ args[1])
+    torch.testing.assert_close(addmm, torch.addmm(*args[2:]))
+    assert e2e.relative_error((mm, addmm), (mm.double(), addmm.double() * 1.5)) == pytest.approx(1 / 3)
+    single_fn, single_args = e2e.make_graph(problems[:1], "cpu")
+    assert single_fn is torch.mm and len(single_args) == 2
+
+
+def test_warm_decisions_of_a_graph_are_matched_gemm_by_gemm(e2e):
+    def figures(*picks):
+        decisions = [{"problem": f"p{i}", "pick": pick, "kept": kept} for i, (pick, kept) in enumerate(picks)]
+        return {"modes": {"diode_fast": {"diode": {"decision": decisions[-1], "decisions": decisions}}}}
+
+    cold = figures(("aten::mm", 1), ("triton::a", 3))
+    warm = {"modes": {"diode_warm": figures(("aten::mm", 1), ("triton::b", 1))["modes"]["diode_fast"]}}
+    assert e2e.warm_comparison(cold, warm) == {"gemms": 2, "same_picks": 1, "same_pick": False, "cold_kept": 3, "warm_kept": 1}
+    assert e2e.warm_comparison(cold, {"modes": {"diode_warm": {"error": "x"}}})["same_picks"] == 0
+
+
+def _run_script(*args: str, env: dict) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_family_graph_compiles_cold_and_again_warm_with_the_same_picks(tmp_path):
+    """Three problems of one family and one of another: a graph of two, then two graphs of one.
+    The warm run compiles the same graphs in new processes (every cache off, then the kernel
+    caches kept) and finds every GEMM's decision the cold run stored."""
+    from diode_backend import registry
+    from diode_backend.offline.dataset import DatasetMeta, write_shard
+    from diode_backend.problem import GemmProblem
+
+    problems = [(GemmProblem("mm", m, 48, 32), "vit") for m in (64, 96, 128)] + [(GemmProblem("mm", 80, 48, 32), "bart")]
+    write_shard(tmp_path / "data" / "part-000.msgpack", DatasetMeta(registry.detect_hardware("cpu")), [_timings(*p) for p in problems])
+    env = {**os.environ, "TORCHINDUCTOR_DIODE_MODEL": "example-bias-epilogue", "DIODE_CACHE_DIR": str(tmp_path / "diode")}
+    env.pop("TRITON_CACHE_DIR", None)
+    data, cold, warm, kernels = (str(tmp_path / name) for name in ("data", "cold.json", "warm.json", "kernels"))
+    modes = "no_autotune,diode_fast,best_known"
+    _run_script(data, "--device", "cpu", "--modes", modes, "--graph-size", "2", "--out", cold, env=env)
+    _run_script(data, "--device", "cpu", "--warm-from", cold, "--kernel-cache", kernels, "--out", warm, env=env)
+
+    cold_result = json.loads(Path(cold).read_text())
+    assert cold_result["graph_size"] == 2
+    sizes = sorted(len(row.get("members", [row["describe"]])) for row in cold_result["rows"])
+    assert sizes == [1, 1, 2]
+    (graph,) = [row for row in cold_result["rows"] if "members" in row]
+    assert graph["family"] == "vit" and "workload_class" not in graph and graph["best_measured_us"] == 20.0
+    decided = graph["modes"]["diode_fast"]["diode"]["decisions"]
+    assert sorted(d["problem"] for d in decided) == sorted(graph["members"])
+    assert graph["modes"]["diode_fast"]["relative_error"] < 1e-2  # float16 against a float64 reference
+    assert graph["modes"]["best_known"]["applied"]  # both GEMMs' seeded decisions used
+    assert all("problem" in row and "decisions" not in row["modes"]["diode_fast"]["diode"] for row in cold_result["rows"] if row is not graph)
+
+    result = json.loads(Path(warm).read_text())
+    assert result["graph_size"] == 2
+    assert [row["describe"] for row in result["rows"]] == [row["describe"] for row in cold_result["rows"]]
+    (warm_graph,) = [row for row in result["rows"] if "members" in row]
+    assert warm_graph["warm"]["gemms"] == warm_graph["warm"]["same_picks"] == 2 and warm_graph["warm"]["warm_kept"] == 1
+    assert warm_graph["warm"]["measured_before"] == [None, None]  # the example model's picks were kept alone
+    assert warm_graph["kernel_cache"]["warm"]["same_pick"]
+    assert result["summary"]["warm"]["same_pick_share"] == result["summary"]["warm_kernel_cache"]["same_pick_share"] == 1.0
