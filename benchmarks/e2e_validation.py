@@ -601,11 +601,10 @@ def one_part(result: dict, path: str, parser: argparse.ArgumentParser) -> dict:
     return {**result, **parts[0]}
 
 
-def decisions_of(figures: dict) -> dict[str, dict]:
-    """A DIODE mode's decisions in one compile, by problem (none where it failed)."""
+def decisions_of(figures: dict) -> list[dict]:
+    """A DIODE mode's decisions in one compile (none where it failed)."""
     diode = figures.get("diode") or {}
-    found = diode.get("decisions") or ([diode["decision"]] if diode.get("decision") else [])
-    return {decision["problem"]: decision for decision in found}
+    return diode.get("decisions") or ([diode["decision"]] if diode.get("decision") else [])
 
 
 def warm_comparison(cold: dict, warm: dict) -> dict:
@@ -616,16 +615,16 @@ def warm_comparison(cold: dict, warm: dict) -> dict:
     before = decisions_of(cold["modes"]["diode_fast"])
     warm_figures = warm["modes"].get("diode_warm", {})
     if len(before) > 1:
-        after = decisions_of(warm_figures)
-        same = sum(p in after and after[p]["pick"] == decision["pick"] for p, decision in before.items())
+        after = {d["problem"]: d for d in decisions_of(warm_figures)}
+        same = sum(after.get(d["problem"], {}).get("pick") == d["pick"] for d in before)
         return {
             "gemms": len(before),
             "same_picks": same,
             "same_pick": same == len(before),
-            "cold_kept": max(d["kept"] for d in before.values()),
+            "cold_kept": max(d["kept"] for d in before),
             "warm_kept": max((d["kept"] for d in after.values()), default=None),
         }
-    (decision,) = before.values()
+    (decision,) = before
     found = (warm_figures.get("diode") or {}).get("decision")
     return {
         "cold_pick": decision["pick"],
