@@ -5,6 +5,9 @@ measured candidate is known), the GEMM is compiled with:
 
 - ``no_autotune``: plain ``torch.compile`` (Inductor calls ATen/cuBLAS);
 - ``max_autotune_default``: ``max_autotune`` with Inductor's DEFAULT ATEN+TRITON list, benchmarked;
+- optionally ``max_autotune_at_lowering``: the same with ``benchmark_epilogue_fusion`` off, so
+  Inductor benchmarks each GEMM as it lowers it, as DIODE measures (in a graph of several GEMMs,
+  ``--graph-size``, it shows what overlapping their candidate compiles saves);
 - ``diode_fast``: ``max_autotune`` with ``max_autotune_gemm_backends="DIODE"`` and
   ``fast_autotune=True``, everything else at its default (a confident pick is compiled alone,
   an unsure one has its top-k benchmarked; the stats say which happened);
@@ -150,6 +153,15 @@ MODES = {
         "max_autotune": True,
         "max_autotune_gemm_backends": "ATEN,TRITON",
         "max_autotune_gemm_search_space": "DEFAULT",
+    },
+    # max_autotune_default with each GEMM benchmarked as Inductor lowers it, as DIODE measures:
+    # without benchmark_epilogue_fusion Inductor returns no MultiTemplateBuffer, whose deferred
+    # timings let the candidate compiles of a graph's GEMMs overlap
+    "max_autotune_at_lowering": {
+        "max_autotune": True,
+        "max_autotune_gemm_backends": "ATEN,TRITON",
+        "max_autotune_gemm_search_space": "DEFAULT",
+        "benchmark_epilogue_fusion": False,
     },
     "diode_warm": DIODE_DEFAULTS,
     # a setting at its default: the same program, but options that differ, so Dynamo compiles it anew

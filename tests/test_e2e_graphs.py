@@ -113,3 +113,21 @@ def test_a_family_graph_compiles_cold_and_again_warm_with_the_same_picks(tmp_pat
     assert warm_graph["warm"]["measured_before"] == [None, None]  # the example model's picks were kept alone
     assert warm_graph["kernel_cache"]["warm"]["same_pick"]
     assert result["summary"]["warm"]["same_pick_share"] == result["summary"]["warm_kernel_cache"]["same_pick_share"] == 1.0
+
+
+def test_max_autotune_at_lowering_autotunes_every_gemm_of_a_graph_as_max_autotune_does(e2e):
+    """The mode that shows what Inductor's deferred autotuning saves in a graph differs from
+    max_autotune_default only in ``benchmark_epilogue_fusion``, and autotunes each GEMM."""
+    import torch
+
+    from diode_backend.problem import GemmProblem
+
+    default, at_lowering = e2e.MODES["max_autotune_default"], e2e.MODES["max_autotune_at_lowering"]
+    assert {k: v for k, v in at_lowering.items() if default.get(k) != v} == {"benchmark_epilogue_fusion": False}
+    problems = [GemmProblem("bmm", 16, 24, 8, batch=3, dtype="float32"), GemmProblem("bmm", 32, 24, 8, batch=3, dtype="float32")]
+    fn, args = e2e.make_graph(problems, "cpu")
+    for options in (default, at_lowering):
+        torch._dynamo.reset()
+        figures, _ = e2e.compile_mode(fn, args, {**options, "max_autotune_gemm_backends": "ATEN,CPP"})
+        assert len(figures["autotuned"]) == 2 and figures["relative_error"] < 1e-5, figures
+    torch._dynamo.reset()
