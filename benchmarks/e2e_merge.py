@@ -4,7 +4,8 @@
 
 Each part is one process's run (``--shard I/N`` of a cold run, one GPU each, or the warm pass
 from such a part's file). The parts must agree on what makes their rows comparable: modes,
-timing method, hardware and dataset hardware; their problems must not overlap. ``OUT.json``
+timing method, hardware, dataset hardware and graph size (``--graph-size``); their problems
+must not overlap. ``OUT.json``
 has every part's rows, one summary over all of them (``e2e_validation.summarize``) and, per
 part, its shard, environment, caches and elapsed time (``parts``). Warm passes with the kernel
 caches kept (``--kernel-cache``) join too: each row carries its second pass's compile times,
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation  # noqa: E402
 
 #: What the parts must share for their rows to be one run's.
-SHARED = ("benchmark", "method", "timing", "hardware", "dataset_hardware", "modes")
+SHARED = ("benchmark", "method", "timing", "hardware", "dataset_hardware", "modes", "graph_size")
 #: What each part records of itself.
 OWN = (
     "shard", "environment", "caches", "elapsed_s", "earlier_calls", "stopped_early", "warm_from", "kernel_cache",

@@ -201,11 +201,18 @@ def update_manifest(folder: Path, figures: dict, parser: argparse.ArgumentParser
 
 
 def read_result(path: Path, parser: argparse.ArgumentParser) -> dict:
-    """The e2e result at ``path``; a file that cannot be read is a usage error naming it."""
+    """The e2e result at ``path``; a file that cannot be read, or a run of several GEMMs a graph,
+    is a usage error naming it."""
     try:
-        return json.loads(path.read_text())
+        result = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         parser.error(f"{path}: cannot read an e2e result ({exc})")
+    if result.get("graph_size", 1) != 1:
+        parser.error(
+            f"{path}: a run of graphs of up to {result['graph_size']} GEMMs (--graph-size), which have no single "
+            "problem, class or decision to report on; its summary has the figures of each mode"
+        )
+    return result
 
 
 def emit(value: dict, out: Path | None) -> None:

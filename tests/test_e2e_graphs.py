@@ -131,3 +131,13 @@ def test_max_autotune_at_lowering_autotunes_every_gemm_of_a_graph_as_max_autotun
         figures, _ = e2e.compile_mode(fn, args, {**options, "max_autotune_gemm_backends": "ATEN,CPP"})
         assert len(figures["autotuned"]) == 2 and figures["relative_error"] < 1e-5, figures
     torch._dynamo.reset()
+
+
+def test_parts_of_graph_runs_merge_only_with_their_graph_size_which_the_merge_keeps(benchmark_scripts):
+    e2e, merger = benchmark_scripts("e2e_validation", "e2e_merge")
+    part = {"benchmark": "e2e_validation", "modes": {"no_autotune": {}}, "graph_size": 8, "rows": []}
+    rows = [{"describe": name, "modes": {}} for name in ("a", "b")]
+    merged = merger.merge([{**part, "rows": rows[:1]}, {**part, "rows": rows[1:]}], ["p0.json", "p1.json"])
+    assert merged["graph_size"] == 8 and [row["describe"] for row in merged["rows"]] == ["a", "b"]
+    with pytest.raises(ValueError, match="p1.json: its graph_size differs from p0.json's"):
+        merger.merge([{**part, "rows": rows[:1]}, {**part, "graph_size": 1, "rows": rows[1:]}], ["p0.json", "p1.json"])

@@ -91,6 +91,10 @@ def test_the_command_writes_the_report_and_names_an_unreadable_file(reporter, re
     with pytest.raises(SystemExit):
         reporter.main([str(tmp_path / "missing.json")])
     assert "missing.json: cannot read an e2e result" in capsys.readouterr().err
+    source.write_text(json.dumps({**result, "graph_size": 8}))
+    with pytest.raises(SystemExit):
+        reporter.main([str(source)])
+    assert "e2e.json: a run of graphs of up to 8 GEMMs (--graph-size)" in capsys.readouterr().err
 
 
 def test_rows_of_another_run_restricts_the_report_to_its_problems(reporter, result, tmp_path):
