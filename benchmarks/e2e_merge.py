@@ -5,12 +5,12 @@
 Each part is one process's run (``--shard I/N`` of a cold run, one GPU each, or the warm pass
 from such a part's file). The parts must agree on what makes their rows comparable: modes,
 timing method, hardware, dataset hardware and graph size (``--graph-size``); their problems
-must not overlap. ``OUT.json``
-has every part's rows, one summary over all of them (``e2e_validation.summarize``) and, per
-part, its shard, environment, caches and elapsed time (``parts``). Warm passes with the kernel
-caches kept (``--kernel-cache``) join too: each row carries its second pass's compile times,
-which the summary compares with the all-caches-off ones, and each part keeps its passes' record
-(``kernel_cache``); parts with and without those passes are not joined.
+must not overlap. ``OUT.json`` has every part's rows, one summary over all of them
+(``e2e_validation.summarize``) and, per part, its shard, environment, caches and elapsed time
+(``parts``). Warm passes with the kernel caches kept (``--kernel-cache``) join too: each row
+carries its second pass's compile times, which the summary compares with the all-caches-off
+ones, and each part keeps its passes' record (``kernel_cache``); parts with and without those
+passes are not joined.
 """
 
 from __future__ import annotations

@@ -535,11 +535,15 @@ def write_result(path: str | Path, result: dict) -> None:
 def summarize(rows: list[dict], modes: list[str]) -> dict:
     """Per mode: runtime over the best measured candidate and over the row's best mode
     (geometric mean, 90th percentile, worst), and compile time (median, total); overall and
-    per workload class (``by_class``)."""
+    per workload class (``by_class``), or for graphs of several GEMMs, which have no class, per
+    family (``by_family``)."""
     summary = summarize_rows(rows, modes)
     classes = sorted({row["workload_class"] for row in rows if "workload_class" in row})
     if len(classes) > 1:
         summary["by_class"] = {c: summarize_rows([r for r in rows if r.get("workload_class") == c], modes) for c in classes}
+    families = sorted({row["family"] for row in rows if "members" in row})
+    if families:
+        summary["by_family"] = {f: summarize_rows([r for r in rows if "members" in r and r["family"] == f], modes) for f in families}
     if any("warm" in row for row in rows):
         summary["warm"] = summarize_warm(rows)
     if any("kernel_cache" in row for row in rows):

@@ -113,6 +113,9 @@ def test_a_family_graph_compiles_cold_and_again_warm_with_the_same_picks(tmp_pat
     assert warm_graph["warm"]["measured_before"] == [None, None]  # the example model's picks were kept alone
     assert warm_graph["kernel_cache"]["warm"]["same_pick"]
     assert result["summary"]["warm"]["same_pick_share"] == result["summary"]["warm_kernel_cache"]["same_pick_share"] == 1.0
+    by_family = cold_result["summary"]["by_family"]
+    assert list(by_family) == ["vit"] and by_family["vit"]["diode_fast"]["problems"] == 1  # the graph of two
+    assert by_family["vit"]["no_autotune"]["compile_s_total"] == graph["modes"]["no_autotune"]["compile_s"]
 
 
 def test_max_autotune_at_lowering_autotunes_every_gemm_of_a_graph_as_max_autotune_does(e2e):
