@@ -307,6 +307,25 @@ def describe_graph(group: list[ProblemTimings]) -> str:
     return f"{family_of(group[0])} graph: " + "; ".join(item.problem.describe() for item in group)
 
 
+def row_head(group: list[ProblemTimings]) -> dict:
+    """A row's fields before its modes: a problem's own (``problem``, ``workload_class``) or a
+    graph's ``members``, and the reference ``best_measured_us`` (a graph's: the sum of its
+    problems')."""
+    head: dict = {"problem": group[0].problem.to_dict()} if len(group) == 1 else {}
+    head.update(describe=describe_graph(group), family=family_of(group[0]))
+    if len(group) == 1:
+        head["workload_class"] = workload_class(group[0].problem)
+    else:
+        head["members"] = [item.problem.describe() for item in group]
+    head["best_measured_us"] = sum(item.best_us for item in group)
+    return head
+
+
+def members_of(row: dict) -> list[str]:
+    """The problems a row compiled: a graph's ``members``, or the row's own."""
+    return row.get("members", [row["describe"]])
+
+
 def relative_error(out, reference) -> float:
     """The largest relative error (Frobenius norm) of ``out`` against ``reference``: tensors, or
     tuples of them (a graph's results)."""
@@ -629,19 +648,19 @@ def warm_comparison(cold: dict, warm: dict) -> dict:
     failed or decided nothing). A graph: how many GEMMs (``gemms``) have the same pick
     (``same_picks``), and each run's largest kept count (1: every GEMM compiled alone)."""
     before = decisions_of(cold["modes"]["diode_fast"])
-    warm_figures = warm["modes"].get("diode_warm", {})
+    after = decisions_of(warm["modes"].get("diode_warm", {}))
     if len(before) > 1:
-        after = {d["problem"]: d for d in decisions_of(warm_figures)}
-        same = sum(after.get(d["problem"], {}).get("pick") == d["pick"] for d in before)
+        by_problem = {d["problem"]: d for d in after}
+        same = sum(by_problem.get(d["problem"], {}).get("pick") == d["pick"] for d in before)
         return {
             "gemms": len(before),
             "same_picks": same,
             "same_pick": same == len(before),
             "cold_kept": max(d["kept"] for d in before),
-            "warm_kept": max((d["kept"] for d in after.values()), default=None),
+            "warm_kept": max((d["kept"] for d in after), default=None),
         }
     (decision,) = before
-    found = (warm_figures.get("diode") or {}).get("decision")
+    found = after[-1] if after else None
     return {
         "cold_pick": decision["pick"],
         "cold_kept": decision["kept"],
@@ -917,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
         and (not families or family_of(p) in families)
     ]  # fmt: skip
     if cold_rows:
-        members = {member for row in cold_rows.values() for member in row.get("members", [row["describe"]])}
+        members = {member for row in cold_rows.values() for member in members_of(row)}
         candidates = [p for p in dataset.split("validation") if p.problem.describe() in members]
     count = args.problems if args.problems is not None else (len(candidates) if families or cold_rows else 32)
     chosen = choose(candidates, count)
@@ -960,7 +979,7 @@ def main(argv: list[str] | None = None) -> int:
     done = {row["describe"] for row in result["rows"]}
     if cold_rows:  # the earlier run's graphs as they were
         by_problem = {item.problem.describe(): item for item in chosen}
-        groups = [[by_problem[m] for m in row.get("members", [row["describe"]])] for row in cold_rows.values()]
+        groups = [[by_problem[m] for m in members_of(row)] for row in cold_rows.values()]
     else:
         groups = graph_groups(run_order(chosen), args.graph_size)[shard[0] :: shard[1]]
     groups = [group for group in groups if describe_graph(group) not in done]
@@ -980,24 +999,16 @@ def main(argv: list[str] | None = None) -> int:
         fn, inputs = make_graph(problems, args.device)
         order = compile_order(modes, len(result["rows"])) if cold_rows else modes
         stored = [measured_before(problem, args.device, caches) for problem in problems] if cold_rows else None
-        best_us = sum(item.best_us for item in group)
-        single = len(group) == 1
-        row = {"problem": problems[0].to_dict()} if single else {}
-        row.update(describe=describe_graph(group), family=family_of(group[0]))
-        if single:
-            row["workload_class"] = workload_class(problems[0])
-        else:
-            row["members"] = [problem.describe() for problem in problems]
-        row["best_measured_us"] = best_us
+        row = row_head(group)
         row["modes"] = measure_row(
             fn, inputs, order, timer, caches, seeds={BEST_KNOWN: lambda: [seed_best_known(item, args.device) for item in group]}
         )
         if cold_rows:
             row["compile_order"] = order
         note_best_known(row["modes"], len(group))
-        rank_modes(row["modes"], best_us)
+        rank_modes(row["modes"], row["best_measured_us"])
         if cold_rows:
-            before = stored[0] if single else stored
+            before = stored[0] if len(group) == 1 else stored
             row["warm"] = {**warm_comparison(cold_rows[row["describe"]], row), "measured_before": before}
         result["rows"].append(row)
         slowest_row_s = max(slowest_row_s, time.monotonic() - row_started)
