@@ -94,7 +94,7 @@ def own_precompile_times() -> None:
     the parallel precompile it shows whether the threads ran in parallel."""
     original = measure._precompile
 
-    def precompile(choices):
+    def precompile(choices, in_workers):
         for choice in choices:
             inner = getattr(choice, "precompile", None)
             if inner is not None and not getattr(inner, "_timed", False):
@@ -106,7 +106,7 @@ def own_precompile_times() -> None:
                         steps["precompile_own"] = steps.get("precompile_own", 0.0) + time.perf_counter() - started
                 own._timed = True
                 choice.precompile = own
-        return original(choices)
+        return original(choices, in_workers)
 
     measure._precompile = precompile
 
@@ -120,7 +120,7 @@ timed(measure.compat, "run_callable", "run_callables")
 timed(measure, "_synchronize", "first_runs_sync")
 timed(measure.GraphTimer, "time", "timer")
 timed(measure.Timer, "time", "timer")
-timed(measure, "measure_choices", "measure")
+timed(measure.PendingMeasurement, "finish", "measure")
 timed(select_algorithm.AlgorithmSelectorCache, "__call__", "autotuner_call")
 timed(AsyncCompile, "triton", "graph_triton_compile")
 timed(AsyncCompile, "wait", "graph_compile_wait")

@@ -22,6 +22,7 @@ FALLBACK_REASONS = (
     "choices_class_override",  # the user's inductor_choices_class does not include DIODE
     "measurement_failed",  # every candidate DIODE measured failed: Inductor benchmarked them
     "not_measurable",  # a candidate DIODE cannot launch (CUTLASS, CPP, ...): Inductor benchmarked
+    "measurement_not_deferred",  # Inductor chose at once where DIODE expected it to ask later
 )
 
 _lock = threading.Lock()
@@ -54,11 +55,12 @@ class _Tally:
 
 
 #: What DIODE's own measurement and its stored decisions did (in :func:`get_prediction_stats` and
-#: ``stats()["counters"]``): GEMMs decided by measuring, later compiles answered by a stored
-#: measured decision, candidates dropped because they failed to compile or run, picks kept alone
-#: on the model's word and stored as predicted decisions, and later compiles answered by one.
+#: ``stats()["counters"]``): GEMMs decided by measuring, those of them measured after the graph
+#: was lowered (their compiles overlapping), later compiles answered by a stored measured
+#: decision, candidates dropped because they failed to compile or run, picks kept alone on the
+#: model's word and stored as predicted decisions, and later compiles answered by one.
 DECISION_COUNTERS = (
-    "measured_decisions", "measured_decision_hits", "measure_failed_candidates",
+    "measured_decisions", "deferred_measurements", "measured_decision_hits", "measure_failed_candidates",
     "predicted_decisions", "predicted_decision_hits",
 )  # fmt: skip
 

@@ -355,7 +355,7 @@ def test_prediction_stats_and_profiles_count_real_compiles():
     with diode_backend.profile_predictions() as picked:
         compile_code(biased_addmm, biased_inputs(), **options, diode_model="example-bias-epilogue")
         assert picked == {}  # filled when the block ends
-    nothing_measured = {"measured_decisions": 0, "measured_decision_hits": 0, "measure_failed_candidates": 0}
+    nothing_measured = {"measured_decisions": 0, "deferred_measurements": 0, "measured_decision_hits": 0, "measure_failed_candidates": 0}
     nothing_stored = {**nothing_measured, "predicted_decisions": 0, "predicted_decision_hits": 0}
     stored = {**nothing_stored, "predicted_decisions": 1}  # the confident pick, remembered
     assert picked == {"total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 0, **stored}

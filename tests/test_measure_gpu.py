@@ -86,6 +86,34 @@ def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
     assert {c.kind for c in decision.configs} >= {"aten", "triton"}  # the best of each, always
 
 
+def test_a_graphs_gemms_compile_together_and_are_timed_after_lowering(benchmarked, monkeypatch):
+    """Under ``benchmark_epilogue_fusion`` (Inductor's default) DIODE starts every GEMM's compiles
+    at lowering and times them when the scheduler asks, as Inductor defers its own benchmarking;
+    the epilogue (a ReLU) may fuse into a Triton winner."""
+    from diode_backend.inductor import benchmarked_choices
+
+    events: list[str] = []
+    start, finish = measure.start_measurement, measure.PendingMeasurement.finish
+    monkeypatch.setattr(benchmarked_choices, "start_measurement", lambda choices: events.append("start") or start(choices))
+    monkeypatch.setattr(measure.PendingMeasurement, "finish", lambda self, *call: events.append("finish") or finish(self, *call))
+    # scaled so that every product is about 1 in size, where fp16 resolves it finely
+    a = torch.randn(1000, 3000, device="cuda", dtype=torch.float16)
+    b = torch.randn(3000, 700, device="cuda", dtype=torch.float16) / 3000**0.5
+    c = torch.randn(700, 500, device="cuda", dtype=torch.float16) / 700**0.5
+
+    def two_mms(a, b, c):
+        return torch.relu(torch.mm(torch.mm(a, b), c))
+
+    with config.patch(max_autotune=True, max_autotune_gemm_backends="DIODE", force_disable_caches=True,
+                      fast_autotune=True, diode_confidence_threshold=1.0):  # fmt: skip
+        out = torch.compile(two_mms)(a, b, c)
+    torch.testing.assert_close(out, two_mms(a, b, c), atol=5e-2, rtol=2e-2)
+    assert events == ["start", "start", "finish", "finish"], events
+    stats = diode_backend.stats()
+    assert stats["counters"]["measured_decisions"] == stats["counters"]["deferred_measurements"] == 2, stats
+    assert benchmarked == [] and stats["errors"] == {}, (benchmarked, stats)
+
+
 _COMPILE = textwrap.dedent(
     """
     import json, re, sys, torch, diode_backend
@@ -217,7 +245,8 @@ _NEW_PRECISION_API = textwrap.dedent(
 
 def test_fp32_with_the_new_precision_api_compiles_under_diode():
     """Inductor's autotuner asks ``torch.get_float32_matmul_precision()`` (precompile key, timing
-    cache), which refuses once the new API set a precision; DIODE hands it one choice."""
+    cache), which refuses once the new API set a precision; DIODE hands it one choice, or the
+    choices it measures itself with Inductor's precompilation off."""
     def run(backends):
         done = subprocess.run([sys.executable, "-c", _NEW_PRECISION_API, backends], capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr

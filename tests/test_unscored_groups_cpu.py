@@ -29,7 +29,7 @@ from diode_backend import measured, predicted, registry
 from diode_backend.inductor import benchmarked_choices
 from diode_backend.inductor.choices import DiodeChoicesMixin
 from diode_backend.inductor.group_configs import MARK
-from diode_backend.inductor.measure import Measurement
+from diode_backend.inductor.measure import Measurement, PendingMeasurement
 from diode_backend.model.entries import manifest_entry
 from diode_backend.problem import KIND_ATEN, KIND_TRITON, KernelConfig
 from test_compile_cpu import DIODE, biased_addmm, biased_inputs
@@ -53,13 +53,13 @@ def aten_model(tmp_path):
 
 @pytest.fixture
 def measuring(monkeypatch):
-    """DIODE's measurement replaced: the marks of the choices it is given are recorded (one list
-    per measurement), the first Triton tile is timed fastest (5 us), the ATen calls at 10 and
-    12 us, the other tiles as failed."""
+    """DIODE's timing of the choices it compiled replaced: the marks of the choices it is given
+    are recorded (one list per measurement), the first Triton tile is timed fastest (5 us), the
+    ATen calls at 10 and 12 us, the other tiles as failed."""
     given: list[list] = []
 
-    def measure(choices, *call):
-        marks = [c.annotations[MARK] for c in choices]
+    def finish(self, *call):
+        marks = [c.annotations[MARK] for c in self.choices]
         given.append(marks)
         tiles = [i for i, m in enumerate(marks) if m.config.kind == KIND_TRITON]
         atens = iter((10.0, 12.0))
@@ -67,7 +67,7 @@ def measuring(monkeypatch):
             next(atens) if m.config.kind == KIND_ATEN else 5.0 if i == tiles[0] else math.inf for i, m in enumerate(marks)
         ))  # fmt: skip
 
-    monkeypatch.setattr(benchmarked_choices, "measure_choices", measure)
+    monkeypatch.setattr(PendingMeasurement, "finish", finish)
     return given
 
 

@@ -12,6 +12,12 @@ a pick kept alone on the model's word is stored as a predicted decision. When DI
 measure (a choice it cannot launch) or every candidate fails, Inductor benchmarks the set itself.
 Each op is counted once in the stats and logged in one line at INFO on ``diode_backend``, here.
 
+DIODE measures when Inductor itself would time the choices: where Inductor defers that to the
+scheduler (a ``MultiTemplateBuffer``, under ``benchmark_epilogue_fusion``, its default), DIODE
+starts the kept choices' compiles at lowering and times them when the scheduler asks
+(:class:`DeferredSelection`), so the compiles of a graph's GEMMs overlap; elsewhere it measures
+at lowering.
+
 torch 2.13 has ``AlgorithmSelectorCache.add_preprocessing_fn`` for this, torch 2.11 does not;
 wrapping ``AlgorithmSelectorCache.__call__`` works on both, so it is the one mechanism used.
 """
@@ -23,7 +29,7 @@ import inspect
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -32,9 +38,10 @@ from ..logs import log
 from ..policy import Ranking, combined_confidence, keeps_alone, rank_candidates, select_candidates
 from ..problem import KernelConfig
 from ..scorer import Prediction
+from . import compat
 from .context import GemmContext, contained, entry_identity
 from .group_configs import MARK, CandidateMark, DecidedMark, FallbackMark
-from .measure import Measurement, NotMeasurable, measure_choices
+from .measure import Measurement, NotMeasurable, PendingMeasurement, start_measurement
 
 
 def patch_autotuner(select_algorithm: ModuleType) -> None:
@@ -48,19 +55,29 @@ def patch_autotuner(select_algorithm: ModuleType) -> None:
 
     @functools.wraps(original)
     def __call__(self, name, choices, *args, **kwargs):
+        def arguments() -> dict[str, Any]:
+            """The autotuner call's arguments by name."""
+            return signature.bind(self, name, choices, *args, **kwargs).arguments
+
         def call() -> tuple[Any, Any, Any]:
             """The autotuner call's ``(input_nodes, layout, input_gen_fns)``, for measuring."""
-            bound = signature.bind(self, name, choices, *args, **kwargs).arguments
+            bound = arguments()
             return bound["input_nodes"], bound["layout"], bound.get("input_gen_fns")
 
-        choices = _select(choices, call)
-        return original(self, name, choices, *args, **kwargs)
+        selected = _select(choices, call, lambda: compat.selection_deferred(arguments()))
+        if not isinstance(selected, DeferredSelection):
+            return original(self, name, selected, *args, **kwargs)
+        bound = signature.bind(self, name, list(selected.choices), *args, **kwargs)
+        bound.arguments["precompilation_timeout_seconds"] = 0  # DIODE compiled them: Inductor starts nothing
+        result = original(*bound.args, **bound.kwargs)
+        contained(lambda: selected.attach(result), "measurement")
+        return result
 
     __call__._diode_wrapped = True
     cls.__call__ = __call__
 
 
-def _select(choices, call):
+def _select(choices, call, deferred):
     from .context import diode_requested
 
     def select() -> list[Any]:
@@ -73,7 +90,7 @@ def _select(choices, call):
                 "config.inductor_choices_class = diode_backend.with_diode(YourChoices)",
             )
             return choices
-        return choices_to_benchmark(choices, call)
+        return choices_to_benchmark(choices, call, deferred)
 
     return contained(select, "final_selection", fallback=choices)
 
@@ -86,10 +103,14 @@ def _choices_class_has_diode() -> bool:
     return isinstance(V.choices, DiodeChoicesMixin)
 
 
-def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, Any, Any]] | None = None) -> list[Any]:
-    """The op's whole choice list -> the choices Inductor benchmarks (one: none). ``call`` gives
-    the autotuner call's ``(input_nodes, layout, input_gen_fns)``; without it DIODE does not
-    measure and Inductor benchmarks what DIODE kept."""
+def choices_to_benchmark(
+    choices: Sequence[Any], call: Callable[[], tuple[Any, Any, Any]] | None = None, deferred: Callable[[], bool] | None = None
+) -> list[Any] | DeferredSelection:  # fmt: skip
+    """The op's whole choice list -> the choices Inductor benchmarks (one: none), or, where DIODE
+    measures what it kept when the scheduler asks (``deferred()``: Inductor's autotuner would
+    return a ``MultiTemplateBuffer``), a :class:`DeferredSelection` of them. ``call`` gives the
+    autotuner call's ``(input_nodes, layout, input_gen_fns)``; without it DIODE does not measure
+    and Inductor benchmarks what DIODE kept."""
     marks = [_mark_of(choice) for choice in choices]
     fallback = next((m for m in marks if isinstance(m, FallbackMark)), None)
     if fallback is not None:
@@ -110,30 +131,107 @@ def choices_to_benchmark(choices: Sequence[Any], call: Callable[[], tuple[Any, A
     if selection.fallback:
         counters.record_fallback(selection.fallback)
     keep = {marked[i] for i in selection.keep}
-    kept = [c for i, c in enumerate(choices) if i in keep or marks[i] is None]
-    best = candidate_marks[ranking.order[0]] if ranking.order else candidate_marks[0]
+    kept = tuple(c for i, c in enumerate(choices) if i in keep or marks[i] is None)
     groups = {m.group: m.group_size for m in candidate_marks}
-    candidates = sum(groups.values()) + sum(m is None for m in marks)
-    if len(kept) == 1 and selection.fallback is None and keeps_alone(ranking.confidence, context.options):
-        _remember_pick(context, best.config, ranking.confidence)
-    measurement = _measure(kept, context, call) if len(kept) > 1 and call is not None else None
-    winner = _mark_of(kept[measurement.winner]) if measurement is not None and measurement.winner is not None else None
-    picked = winner if isinstance(winner, CandidateMark) else best  # the measured winner, else the predicted best
-    counters.record_decision(
-        model=context.entry.name,
-        kind=picked.config.kind,
-        candidates=candidates,
-        kept=len(kept),
+    decision = _Decision(
+        context=context,
+        best=candidate_marks[ranking.order[0]] if ranking.order else candidate_marks[0],
         confidence=ranking.confidence,
-        problem=context.problem.describe(),
-        pick=picked.config.describe(),
-        measured_us=_measured_times(kept, measurement) if measurement is not None else None,
+        candidates=sum(groups.values()) + sum(m is None for m in marks),
+        kept=kept,
+        fallback=selection.fallback,
+        marks=tuple(candidate_marks),
     )
-    if log.isEnabledFor(logging.INFO):
-        log.info("%s", _decision_line(context, best, ranking.confidence, candidates, kept, selection.fallback, candidate_marks, measurement))
-    if measurement is not None and measurement.winner is not None:
-        return [kept[measurement.winner]]
-    return kept
+    if len(kept) == 1 and selection.fallback is None and keeps_alone(ranking.confidence, context.options):
+        _remember_pick(context, decision.best.config, ranking.confidence)
+    if len(kept) == 1 or call is None:
+        return decision.conclude(None)
+    pending = _start_measurement(kept)
+    if pending is not None and deferred is not None and deferred():
+        return DeferredSelection(decision, pending, call)
+    return decision.conclude(_finish_measurement(pending, decision, call) if pending is not None else None)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What DIODE decided for one op before any measurement: its predicted ``best``, the
+    ``confidence`` in it, how many ``candidates`` it saw, the choices it ``kept`` (for Inductor
+    or to measure), the ``fallback`` reason of the selection and the kept groups' ``marks``."""
+
+    context: GemmContext
+    best: CandidateMark
+    confidence: float | None
+    candidates: int
+    kept: tuple[Any, ...]
+    fallback: str | None
+    marks: tuple[CandidateMark, ...]
+
+    def conclude(self, measurement: Measurement | None) -> list[Any]:
+        """Count and log the decision, given DIODE's ``measurement`` of the kept choices (None:
+        not measured): the choices Inductor gets, the measured winner alone where there is one."""
+        kept, context = self.kept, self.context
+        winner = _mark_of(kept[measurement.winner]) if measurement is not None and measurement.winner is not None else None
+        picked = winner if isinstance(winner, CandidateMark) else self.best  # the measured winner, else the predicted best
+        counters.record_decision(
+            model=context.entry.name,
+            kind=picked.config.kind,
+            candidates=self.candidates,
+            kept=len(kept),
+            confidence=self.confidence,
+            problem=context.problem.describe(),
+            pick=picked.config.describe(),
+            measured_us=_measured_times(kept, measurement) if measurement is not None else None,
+        )
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s", _decision_line(self, measurement))
+        if measurement is not None and measurement.winner is not None:
+            return [kept[measurement.winner]]
+        return list(kept)
+
+
+@dataclass(frozen=True)
+class DeferredSelection:
+    """The choices DIODE kept for one op, whose compiles it has started (``pending``), measured
+    when Inductor's scheduler asks for their timings, after the whole graph is lowered, as
+    Inductor defers its own benchmarking: the compiles of a graph's GEMMs then overlap. The
+    timings Inductor gets name the measured winner (milliseconds), the other ATen choices as
+    never faster (infinite, for the scheduler's ATen fallback), and no other Triton choice, so
+    that an epilogue fusion the scheduler weighs is one into DIODE's winner."""
+
+    decision: _Decision
+    pending: PendingMeasurement
+    call: Callable[[], tuple[Any, Any, Any]]
+
+    @property
+    def choices(self) -> tuple[Any, ...]:
+        return self.decision.kept
+
+    def attach(self, result: Any) -> None:
+        """Have the autotuner call's ``result`` (Inductor's ``MultiTemplateBuffer``) take its
+        timings from DIODE; where it holds none (Inductor chose at once), the decision stands
+        unmeasured, counted."""
+        if not compat.defer_timings(result, self.timings):
+            counters.record_fallback("measurement_not_deferred")
+            self.decision.conclude(None)
+
+    def timings(self, hint_override: int | None, inductor_timings: Callable[[int | None], dict]) -> dict:
+        """Milliseconds by choice for the scheduler; Inductor's own timings (it benchmarks the
+        kept choices) where DIODE has no winner or fails."""
+        def measured() -> dict | None:
+            measurement = _finish_measurement(self.pending, self.decision, self.call)
+            self.decision.conclude(measurement)
+            if measurement is None or measurement.winner is None:
+                return None
+            counters.record_decision_counter("deferred_measurements")
+            winner = measurement.winner
+            return {
+                choice: (time_us / 1000.0 if i == winner else math.inf)
+                for i, (choice, time_us) in enumerate(zip(self.choices, measurement.times_us))
+                if i == winner or compat.is_extern(choice)
+            }
+
+        timings = contained(measured, "measurement") if hint_override is None else None
+        return timings if timings is not None else inductor_timings(hint_override)
 
 
 def _not_ranked(choices: Sequence[Any], fallback: FallbackMark) -> list[Any]:
@@ -175,23 +273,29 @@ def _remember_pick(context: GemmContext, pick: KernelConfig, confidence: float |
     counters.record_decision_counter("predicted_decisions")
 
 
-def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any, Any, Any]]) -> Measurement | None:
-    """DIODE times ``kept`` itself and remembers the winner; None where Inductor must benchmark
-    them instead (``config.deterministic``, a choice DIODE cannot launch, every one failing, an
-    internal error: counted, logged once)."""
+def _start_measurement(kept: Sequence[Any]) -> PendingMeasurement | None:
+    """Start DIODE's measurement of ``kept`` (their compiles); None where Inductor must benchmark
+    them instead (``config.deterministic``, a choice DIODE cannot launch, an internal error:
+    counted, logged once)."""
     from torch._inductor import config
 
     if config.deterministic:  # Inductor then picks without timing anything; leave that to it
         return None
 
-    def measure() -> Measurement | None:
+    def start() -> PendingMeasurement | None:
         try:
-            return measure_choices(kept, *call())
+            return start_measurement(kept)
         except NotMeasurable:
             counters.record_fallback("not_measurable")
             return None
 
-    measurement = contained(measure, "measurement")
+    return contained(start, "measurement")
+
+
+def _finish_measurement(pending: PendingMeasurement, decision: _Decision, call: Callable[[], tuple[Any, Any, Any]]) -> Measurement | None:
+    """Time the choices of ``pending`` and remember the winner; None where Inductor must
+    benchmark them instead (every one failing, an internal error: counted, logged once)."""
+    measurement = contained(lambda: pending.finish(*call()), "measurement")
     if measurement is None:
         return None
     counters.record_decision_counter("measure_failed_candidates", measurement.failed)
@@ -199,6 +303,7 @@ def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any
         counters.record_fallback("measurement_failed")
         return None
     counters.record_decision_counter("measured_decisions")
+    kept, context = decision.kept, decision.context
     winner = _mark_of(kept[measurement.winner])
     if context.options.diode_cache_predictions and isinstance(winner, CandidateMark):
         timed = [(m.config, t) for c, t in zip(kept, measurement.times_us) if isinstance(m := _mark_of(c), CandidateMark)]
@@ -207,7 +312,7 @@ def _measure(kept: list[Any], context: GemmContext, call: Callable[[], tuple[Any
     return measurement
 
 
-def _measured_times(kept: list[Any], measurement: Measurement) -> dict[str, float | None]:
+def _measured_times(kept: Sequence[Any], measurement: Measurement) -> dict[str, float | None]:
     """Each measured choice's time by :func:`_described`; None for a choice that failed."""
     return {_described(c): (t if math.isfinite(t) else None) for c, t in zip(kept, measurement.times_us)}
 
@@ -218,16 +323,14 @@ def _described(choice: Any) -> str:
     return mark.config.describe() if isinstance(mark, CandidateMark) else str(getattr(choice, "name", choice))
 
 
-def _decision_line(
-    context: GemmContext, best: CandidateMark, confidence: float | None, candidates: int, kept: list[Any],
-    fallback: str | None, marks: list[CandidateMark], measurement: Measurement | None,
-) -> str:  # fmt: skip
+def _decision_line(decision: _Decision, measurement: Measurement | None) -> str:
     """One GEMM's decision for the log: problem, pick, whether anything is measured, and why."""
-    sure = "none" if confidence is None else f"{confidence:.2f}"
-    if fallback == "low_confidence":
+    context, best, kept, candidates = decision.context, decision.best, decision.kept, decision.candidates
+    sure = "none" if decision.confidence is None else f"{decision.confidence:.2f}"
+    if decision.fallback == "low_confidence":
         sure += f", under the threshold {context.options.diode_confidence_threshold:g}"
-    source = "from the prediction cache" if all(m.from_cache for m in marks) else "predicted"
-    unscored = sum(math.isnan(m.time_us) for m in marks)
+    source = "from the prediction cache" if all(m.from_cache for m in decision.marks) else "predicted"
+    unscored = sum(math.isnan(m.time_us) for m in decision.marks)
     if unscored:  # candidates the model knows nothing of: never kept alone, measured when DIODE measures
         source += f"; {unscored} unscored"
     if len(kept) == 1:

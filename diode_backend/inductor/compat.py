@@ -5,7 +5,7 @@ where they agree but nothing public offers the same.
 Each shim names the versions it covers; tests/test_inductor_compat.py,
 tests/test_inductor_configs.py and (the measuring shims) tests/test_measure_cpu.py and
 tests/test_measure_gpu.py exercise them; tests/test_lone_choice_cpu.py the template modules left
-unloaded.
+unloaded; tests/test_deferred_measure_cpu.py the deferred selection.
 
 One module because it is the one list of what DIODE relies on inside Inductor: when torch
 changes, each shim here is checked against the new source in one place.
@@ -224,6 +224,60 @@ def runs_as_cuda_graph() -> bool:
     from torch._inductor import config
 
     return bool(config.triton.cudagraphs)
+
+
+def selection_deferred(arguments: dict[str, Any]) -> bool:
+    """Whether Inductor's autotuner, called with ``arguments`` (``AlgorithmSelectorCache.__call__``'s,
+    bound by name) and several choices, returns a ``MultiTemplateBuffer``: the choice is then made
+    when the scheduler asks for the choices' timings, after the whole graph is lowered. Pipelined
+    autotuning (its own subprocess timings) and ``multi_kernel_hints`` (one timing per hint) are
+    left out: DIODE measures those at lowering.
+
+    torch 2.11 and 2.13 alike: ``return_multi_template`` (``benchmark_epilogue_fusion`` by
+    default) and ``max_autotune`` or ``max_autotune_gemm``, no ``input_gen_fns``, and not a CPU
+    layout unless ``cpu_backend`` is ``"triton"``; not ``config.deterministic``.
+    """
+    from torch._inductor import config
+
+    layout = arguments["layout"]
+    return bool(
+        arguments.get("return_multi_template", False)
+        and (config.max_autotune or config.max_autotune_gemm)
+        and arguments.get("input_gen_fns") is None
+        and not (layout.device.type == "cpu" and config.cpu_backend != "triton")
+        and not config.deterministic
+        and not getattr(config, "pipeline_max_autotune_gemm", False)
+        and not config.multi_kernel_hints
+    )
+
+
+def defer_timings(result: Any, timings: Callable[[int | None, Callable[[int | None], dict]], dict]) -> bool:
+    """Have the ``MultiTemplateBuffer`` of an autotuner call's ``result`` take its choices'
+    timings from ``timings(hint_override, inductor_timings)``, which may call Inductor's own
+    ``inductor_timings(hint_override)``; False (nothing changed) when ``result`` holds none.
+
+    The scheduler asks a buffer for its timings (``choice_timings``, milliseconds by choice) when
+    it weighs an epilogue fusion and when it finalizes the buffer; the fastest is kept.
+    torch 2.13: ``__call__`` returns ``(TensorBox, None)``; torch 2.11: the ``TensorBox`` (without
+    ``return_choice``). Its ``StorageBox`` holds the ``MultiTemplateBuffer``, whose
+    ``_choice_timings_fn(hint_override)`` ``choice_timings`` calls once per hint, both versions.
+    """
+    from torch._inductor.ir import MultiTemplateBuffer
+
+    box = result[0] if isinstance(result, tuple) else result
+    buffer = getattr(getattr(box, "data", None), "data", None)
+    if not isinstance(buffer, MultiTemplateBuffer) or not callable(getattr(buffer, "_choice_timings_fn", None)):
+        return False
+    inductor_timings = buffer._choice_timings_fn
+    buffer._choice_timings_fn = lambda hint_override=None: timings(hint_override, inductor_timings)
+    return True
+
+
+def is_extern(choice: Any) -> bool:
+    """An ATen choice (``ExternKernelCaller``), torch 2.11 and 2.13 alike."""
+    from torch._inductor.select_algorithm import ExternKernelCaller
+
+    return isinstance(choice, ExternKernelCaller)
 
 
 def use_workers_ptxas() -> None:

@@ -4,7 +4,9 @@ Inductor's own benchmarker times each choice alone, host launch time included, a
 Triton kernels where cuBLAS is faster. Here the kept choices are precompiled in parallel (Triton
 templates in Inductor's compile workers, then each choice's ``precompile``, as Inductor's own
 precompilation does), run once on the example tensors Inductor would benchmark them with, then
-timed by :mod:`diode_backend.timing`: on a CUDA device by
+timed. The compiles start at once (:func:`start_measurement`) and the rest waits for
+:meth:`PendingMeasurement.finish`, so a caller can start a graph's GEMMs before timing any of
+them. The timer is :mod:`diode_backend.timing`'s: on a CUDA device by
 CUDA-graph replay of L2-flushed runs, on the CPU by the host's clock; median of round-robin runs.
 A choice of several kernels (decompose-k: a batched product, then a reduction) reads faster
 replayed than it runs launched one by one, because a replayed graph hides the GPU's cost of each
@@ -60,53 +62,78 @@ class Measurement:
 
 def measure_choices(choices: Sequence[Any], input_nodes: Any, layout: Any, input_gen_fns: Any) -> Measurement:
     """Time ``choices`` of one autotuner call (its ``input_nodes``, ``layout`` and
-    ``input_gen_fns``) on the call's device.
+    ``input_gen_fns``) on the call's device, now.
+
+    :raises NotMeasurable: when a choice is of a kind this cannot launch (before any work).
+    """
+    return start_measurement(choices).finish(input_nodes, layout, input_gen_fns)
+
+
+def start_measurement(choices: Sequence[Any]) -> PendingMeasurement:
+    """Start compiling ``choices`` in Inductor's compile workers and return at once: the
+    measurement :meth:`PendingMeasurement.finish` completes, so that the compiles of several
+    GEMMs overlap.
 
     :raises NotMeasurable: when a choice is of a kind this cannot launch (before any work).
     """
     unlaunchable = sorted({type(c).__name__ for c in choices if not compat.can_launch(c)})
     if unlaunchable:
         raise NotMeasurable(", ".join(unlaunchable))
-    times = [math.inf] * len(choices)
-    compiled = _precompile(choices)
-    device = layout.device
-    with _on_device(device):
-        autotune_args = compat.benchmark_inputs(list(choices), input_nodes, layout, input_gen_fns)
-        launches: dict[int, Any] = {}
-        releases = []
-        try:
-            for i in compiled:
-                try:
-                    run, release = compat.run_callable(choices[i], autotune_args)
-                    releases.append(release)
-                    run()  # untimed: loads the kernel, and a choice that cannot run fails here
-                    _synchronize(device)
-                    launches[i] = run
-                except Exception:
-                    _synchronize(device)
-            for several in (False, True):
-                members = [i for i in launches if compat.is_subgraph(choices[i]) == several]
-                if members:
-                    samples = _timer(device, several).time([launches[i] for i in members])
-                    for i, runs in zip(members, samples):
-                        times[i] = statistics.median(runs)
-        finally:
-            for release in releases:
-                release()
-    return Measurement(tuple(times))
+    in_workers = {i: future for i, choice in enumerate(choices) if (future := compat.compile_in_workers(choice)) is not None}
+    return PendingMeasurement(tuple(choices), in_workers)
 
 
-def _precompile(choices: Sequence[Any]) -> list[int]:
-    """Compile every choice; the indices of those that compiled. Triton templates compile first
-    in Inductor's compile workers where they are ready (:func:`compat.compile_in_workers`), as
-    Inductor's own precompilation does, which leaves the workers warm for the graph's own
+@dataclass(frozen=True)
+class PendingMeasurement:
+    """Choices whose compiles in the workers (``in_workers``: choice index -> future) have
+    started."""
+
+    choices: tuple[Any, ...]
+    in_workers: dict[int, concurrent.futures.Future]
+
+    def finish(self, input_nodes: Any, layout: Any, input_gen_fns: Any) -> Measurement:
+        """Wait for the compiles, then run and time every choice that compiled on the example
+        tensors of ``input_nodes``, ``layout`` and ``input_gen_fns``."""
+        choices = self.choices
+        times = [math.inf] * len(choices)
+        compiled = _precompile(choices, self.in_workers)
+        device = layout.device
+        with _on_device(device):
+            autotune_args = compat.benchmark_inputs(list(choices), input_nodes, layout, input_gen_fns)
+            launches: dict[int, Any] = {}
+            releases = []
+            try:
+                for i in compiled:
+                    try:
+                        run, release = compat.run_callable(choices[i], autotune_args)
+                        releases.append(release)
+                        run()  # untimed: loads the kernel, and a choice that cannot run fails here
+                        _synchronize(device)
+                        launches[i] = run
+                    except Exception:
+                        _synchronize(device)
+                for several in (False, True):
+                    members = [i for i in launches if compat.is_subgraph(choices[i]) == several]
+                    if members:
+                        samples = _timer(device, several).time([launches[i] for i in members])
+                        for i, runs in zip(members, samples):
+                            times[i] = statistics.median(runs)
+            finally:
+                for release in releases:
+                    release()
+        return Measurement(tuple(times))
+
+
+def _precompile(choices: Sequence[Any], in_workers: dict[int, concurrent.futures.Future]) -> list[int]:
+    """Compile every choice; the indices of those that compiled. Triton templates were sent to
+    Inductor's compile workers where they were ready (``in_workers``, :func:`start_measurement`),
+    as Inductor's own precompilation does, which leaves the workers warm for the graph's own
     kernels (the winner among them, compiled again for the graph; docs/decisions.md); then every
     choice's own ``precompile`` runs in parallel threads, which for those loads the kernel from
     Triton's cache. A choice whose compile in the workers failed or did not end within
     Inductor's ``precompilation_timeout_seconds`` is not compiled again."""
     from torch._inductor import config
 
-    in_workers = {i: future for i, choice in enumerate(choices) if (future := compat.compile_in_workers(choice)) is not None}
     done, _ = concurrent.futures.wait(in_workers.values(), timeout=getattr(config, "precompilation_timeout_seconds", None))
     failed = {i for i, future in in_workers.items() if future not in done or future.exception() is not None}
 
