@@ -11,6 +11,9 @@ measured candidate is known), the GEMM is compiled with:
 - ``diode_fast``: ``max_autotune`` with ``max_autotune_gemm_backends="DIODE"`` and
   ``fast_autotune=True``, everything else at its default (a confident pick is compiled alone,
   an unsure one has its top-k benchmarked; the stats say which happened);
+- optionally ``diode_fast_at_lowering``: the same with ``benchmark_epilogue_fusion`` off, so
+  DIODE measures each GEMM as Inductor lowers it instead of when the scheduler asks (in a graph
+  of several GEMMs it shows what overlapping their compiles saves);
 - optionally ``diode_pick`` (``--modes``): the same with ``diode_fallback_to_autotune=False``,
   the model's top pick whatever its confidence;
 - ``diode_warm`` (with ``--warm-from``): ``diode_fast``'s options in a new process whose DIODE
@@ -163,6 +166,8 @@ MODES = {
         "max_autotune_gemm_search_space": "DEFAULT",
         "benchmark_epilogue_fusion": False,
     },
+    # diode_fast measuring each GEMM at its lowering, as max_autotune_at_lowering benchmarks
+    "diode_fast_at_lowering": {**DIODE_DEFAULTS, "benchmark_epilogue_fusion": False},
     "diode_warm": DIODE_DEFAULTS,
     # a setting at its default: the same program, but options that differ, so Dynamo compiles it anew
     "no_autotune_again": {"trace.enabled": False},
@@ -378,6 +383,8 @@ def compile_mode(fn, args, options: dict) -> tuple[dict, object]:
             "measured_decision_hits": counted.get("measured_decision_hits", 0),
             "predicted_decision_hits": counted.get("predicted_decision_hits", 0),
             "measure_failed_candidates": counted.get("measure_failed_candidates", 0),
+            "measured_decisions": counted.get("measured_decisions", 0),
+            "deferred_measurements": counted.get("deferred_measurements", 0),
             **({"decisions": decisions} if len(decisions) > 1 else {}),
         }
         if options.get("max_autotune_gemm_backends") == "DIODE"
