@@ -2,6 +2,7 @@
 
     OUT=DIR python benchmarks/cold_profile_probe.py [--rounds N]    # DIR/cold_profile.json
     OUT=DIR python benchmarks/cold_profile_probe.py --profile       # DIR/cold_profile_*.txt
+    OUT=DIR python benchmarks/cold_profile_probe.py --graph-size 8 [--graphs G]   # DIR/cold_profile_graphs.json
 
 In the held-out run of 74042f8a a GEMM the defaults measured took 1.2 s to compile with one Triton
 candidate among those measured and 1.5 s with eight, against 0.11 s with no autotuning and 0.16 s
@@ -22,6 +23,12 @@ process's threads, as before). Written: every compile of every round, and per va
 compile time of the defaults and of no autotuning over the GEMMs (medians over rounds). With
 ``--profile`` one process runs the defaults under cProfile (cumulative and own time, the 60
 largest) on other shapes; cProfile inflates Python-heavy steps, so compare times from the rounds.
+
+With ``--graph-size N`` one process compiles the first G (``--graphs``, default 8) graphs of the
+held-out end-to-end run instead (``e2e_validation --graph-size N``: the same groups in the same
+order), each under the defaults, DIODE's single pick and no autotuning, with the steps above and
+the lowering (``GraphLowering.run``) and the scheduler's finalizing of the buffers whose timings
+DIODE supplies when it defers its measurement (``finalize_multi_template_buffers``).
 """
 import os, tempfile
 
@@ -40,7 +47,13 @@ from torch._inductor import config, select_algorithm
 from torch._inductor.async_compile import AsyncCompile
 from torch._inductor.graph import GraphLowering
 
+from diode_backend.offline.dataset import load_dataset
+from diode_backend.offline.families import family_of
+from torch._inductor.scheduler import Scheduler
+
 PROFILE = "--profile" in sys.argv
+GRAPH_SIZE = int(sys.argv[sys.argv.index("--graph-size") + 1]) if "--graph-size" in sys.argv else 0
+GRAPHS = int(sys.argv[sys.argv.index("--graphs") + 1]) if "--graphs" in sys.argv else 8
 THREADS = "--threads" in sys.argv
 ROUND = "--round" in sys.argv
 ROUNDS = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
@@ -63,6 +76,18 @@ PROBLEMS = [
 ]
 if PROFILE:  # other shapes than the timed pass's, so nothing it compiled is a cache hit here
     PROBLEMS = [dataclasses.replace(p, m=p.m + 3) for p in PROBLEMS[::2]]
+
+
+def held_out_graphs() -> list[list[GemmProblem]]:
+    """The first :data:`GRAPHS` graphs of the held-out end-to-end run at :data:`GRAPH_SIZE`."""
+    families = set(json.loads(e.HOLDOUT.read_text())["families"])
+    held_out = [p for p in load_dataset("trained_models/data/h100/dataset").split("validation") if family_of(p) in families]
+    groups = e.graph_groups(e.run_order(e.choose(held_out, len(held_out))), GRAPH_SIZE)[:GRAPHS]
+    return [[item.problem for item in group] for group in groups]
+
+
+#: what one compile holds: a GEMM each, or a graph of several
+CASES = held_out_graphs() if GRAPH_SIZE else [[p] for p in PROBLEMS]
 
 steps: dict[str, float] = {}
 counts: dict[str, int] = {}
@@ -126,21 +151,24 @@ timed(AsyncCompile, "triton", "graph_triton_compile")
 timed(AsyncCompile, "wait", "graph_compile_wait")
 timed(GraphLowering, "compile_to_module", "compile_to_module")
 timed(GraphLowering, "codegen", "codegen")
+timed(GraphLowering, "run", "lowering")
+timed(Scheduler, "finalize_multi_template_buffers", "finalize_buffers")
 
 
-def compile_once(problem: GemmProblem, mode: str, profile: cProfile.Profile | None) -> dict:
-    e.set_tf32(problem)
+def compile_once(problems: list[GemmProblem], mode: str, profile: cProfile.Profile | None) -> dict:
+    e.set_tf32(problems[0])  # a graph's problems share their float32 precision setting
     steps.clear()
     counts.clear()
     workers_ready = AsyncCompile.use_process_pool()
-    fn, args = e.make_case(problem)
+    fn, args = e.make_graph(problems)
     torch._dynamo.reset()
     with (profile or contextlib.nullcontext()):
         figures, _ = e.compile_mode(fn, args, e.MODES[mode])
-    decision = (figures.get("diode") or {}).get("decision") or {}
+    diode = figures.get("diode") or {}
+    decision = diode.get("decision") or {}
     return {"compile_s": figures["compile_s"], "workers_ready": workers_ready, "steps_s": dict(steps), "calls": dict(counts),
             "pick": decision.get("pick"), "kept": decision.get("kept"), "measured": sorted(decision.get("measured_us") or {}),
-            "kernels": figures["kernels"]}  # fmt: skip
+            "deferred_measurements": diode.get("deferred_measurements"), "kernels": figures["kernels"]}  # fmt: skip
 
 
 def one_process() -> dict:
@@ -154,9 +182,10 @@ def one_process() -> dict:
     e.compile_mode(*e.make_case(GemmProblem("mm", 192, 320, 256)), e.MODES["no_autotune"])  # imports, CUDA context
     profile = cProfile.Profile() if PROFILE else None
     rows = []
-    for problem in PROBLEMS:
-        row = {"problem": problem.describe(), "diode_fast": compile_once(problem, "diode_fast", profile),
-               "no_autotune": compile_once(problem, "no_autotune", None)}  # fmt: skip
+    modes = ("diode_fast", "diode_pick", "no_autotune") if GRAPH_SIZE else ("diode_fast", "no_autotune")
+    for problems in CASES:
+        row = {"problem": "; ".join(p.describe() for p in problems),
+               **{mode: compile_once(problems, mode, profile if mode == "diode_fast" else None) for mode in modes}}  # fmt: skip
         rows.append(row)
         fast = row["diode_fast"]
         print(f"{row['problem']}: defaults {fast['compile_s']:.2f} s ({fast['kept']} kept, pick {fast['pick']}, workers {fast['workers_ready']}), "
@@ -177,7 +206,7 @@ def summary(rounds: list[dict]) -> dict:
     result = {}
     for variant in ("threads", "workers"):
         runs = [r["rows"] for r in rounds if r["variant"] == variant]
-        median = {mode: [statistics.median(run[i][mode]["compile_s"] for run in runs) for i in range(len(PROBLEMS))]
+        median = {mode: [statistics.median(run[i][mode]["compile_s"] for run in runs) for i in range(len(CASES))]
                   for mode in ("diode_fast", "no_autotune")}  # fmt: skip
         steps = {name for run in runs for row in run for name in row["diode_fast"]["steps_s"]}
         result[variant] = {
@@ -191,7 +220,21 @@ def summary(rounds: list[dict]) -> dict:
 
 ENVIRONMENT = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                "triton": __import__("triton").__version__, "date": time.strftime("%Y-%m-%d")}  # fmt: skip
-if ROUND or PROFILE:
+def graph_summary(rows: list[dict]) -> dict:
+    """Per mode over the graphs: the total compile time and the sum of each step."""
+    return {mode: {"compile_s": sum(r[mode]["compile_s"] for r in rows),
+                   "steps_s": {name: sum(r[mode]["steps_s"].get(name, 0.0) for r in rows)
+                               for name in sorted({n for r in rows for n in r[mode]["steps_s"]})}}
+            for mode in ("diode_fast", "diode_pick", "no_autotune")}  # fmt: skip
+
+
+if GRAPH_SIZE:
+    rows = one_process()["rows"]
+    result = {"environment": ENVIRONMENT, "graph_size": GRAPH_SIZE, "summary": graph_summary(rows), "rows": rows}
+    with open(f"{OUT}/cold_profile_graphs.json", "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps(result["summary"], indent=1))
+elif ROUND or PROFILE:
     print("ROUND " + json.dumps(one_process()), flush=True)
 else:
     rounds = []
