@@ -26,7 +26,7 @@ from torch._inductor.utils import get_code
 
 import diode_backend
 from diode_backend import measured, predicted, registry
-from diode_backend.inductor import benchmarked_choices
+from diode_backend.inductor import benchmarked_choices, compat
 from diode_backend.inductor.choices import DiodeChoicesMixin
 from diode_backend.inductor.group_configs import MARK
 from diode_backend.inductor.measure import Measurement, PendingMeasurement
@@ -133,6 +133,29 @@ def test_a_measuring_selection_includes_the_unscored_and_remembers_an_unscored_w
     counters = diode_backend.stats()["counters"]
     assert counters["measured_decision_hits"] == 1 and "measured_decisions" not in counters
     assert len(measuring) == 1 and triton_kernels(warm) == [kernel] and benchmarked == []
+
+
+def test_the_scheduler_is_given_the_measured_tile_and_the_aten_calls_never_faster(aten_model, measuring, monkeypatch):
+    """With ``cpu_backend="triton"`` Inductor defers the choice to its scheduler (a
+    ``MultiTemplateBuffer``): the timings DIODE gives it hold the measured winner (5 us, in
+    milliseconds), both ATen calls as infinite, and none of the other tiles, so an epilogue
+    fusion the scheduler weighs can only be one into DIODE's winner."""
+    given: list[dict] = []
+    defer = compat.defer_timings
+
+    def spy(result, timings):
+        return defer(result, lambda hint, inductor: given.append(timings(hint, inductor)) or given[-1])
+
+    monkeypatch.setattr(compat, "defer_timings", spy)
+    code = compile_addmm(diode_model=aten_model, diode_confidence_threshold=1.0)
+    ((*kept,),) = measuring
+    (timings,) = given
+    kinds = sorted((type(choice).__name__, ms) for choice, ms in timings.items())
+    assert kinds == [("ExternKernelCaller", math.inf), ("ExternKernelCaller", math.inf), ("TritonTemplateCaller", 0.005)]
+    assert len(kept) > len(timings) and diode_backend.stats()["counters"]["deferred_measurements"] == 1
+    (tile,) = [choice for choice in timings if type(choice).__name__ == "TritonTemplateCaller"]
+    (kernel,) = triton_kernels(code)
+    assert f"BLOCK_M : tl.constexpr = {tile.annotations[MARK].config.block_m}" in kernel
 
 
 @pytest.mark.parametrize("fallback", [True, False])
