@@ -10,7 +10,8 @@ the rest; only an op none of whose candidates was scored falls back, as step 1 m
 winner of a decision stored before (measured, or predicted and kept alone) is kept alone at once;
 a pick kept alone on the model's word is stored as a predicted decision. When DIODE cannot
 measure (a choice it cannot launch) or every candidate fails, Inductor benchmarks the set itself.
-Each op is counted once in the stats and logged in one line at INFO on ``diode_backend``, here.
+Each op is counted once in the stats and logged in one line at INFO on ``diode_backend``: a
+ranked op by :mod:`.decision`, an op not ranked or answered by a stored decision here.
 
 DIODE measures when Inductor itself would time the choices: where Inductor defers that to the
 scheduler (a ``MultiTemplateBuffer``, under ``benchmark_epilogue_fusion``, its default), DIODE
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +40,8 @@ from ..problem import KernelConfig
 from ..scorer import Prediction
 from . import compat
 from .context import GemmContext, contained, entry_identity
-from .group_configs import MARK, CandidateMark, DecidedMark, FallbackMark
+from .decision import Decision, count, mark_of
+from .group_configs import CandidateMark, DecidedMark, FallbackMark
 from .measure import Measurement, NotMeasurable, PendingMeasurement, start_measurement
 
 
@@ -111,7 +112,7 @@ def choices_to_benchmark(
     return a ``MultiTemplateBuffer``), a :class:`DeferredSelection` of them. ``call`` gives the
     autotuner call's ``(input_nodes, layout, input_gen_fns)``; without it DIODE does not measure
     and Inductor benchmarks what DIODE kept."""
-    marks = [_mark_of(choice) for choice in choices]
+    marks = [mark_of(choice) for choice in choices]
     fallback = next((m for m in marks if isinstance(m, FallbackMark)), None)
     if fallback is not None:
         return _not_ranked(choices, fallback)
@@ -133,7 +134,7 @@ def choices_to_benchmark(
     keep = {marked[i] for i in selection.keep}
     kept = tuple(c for i, c in enumerate(choices) if i in keep or marks[i] is None)
     groups = {m.group: m.group_size for m in candidate_marks}
-    decision = _Decision(
+    decision = Decision(
         context=context,
         best=candidate_marks[ranking.order[0]] if ranking.order else candidate_marks[0],
         confidence=ranking.confidence,
@@ -153,43 +154,6 @@ def choices_to_benchmark(
 
 
 @dataclass(frozen=True)
-class _Decision:
-    """What DIODE decided for one op before any measurement: its predicted ``best``, the
-    ``confidence`` in it, how many ``candidates`` it saw, the choices it ``kept`` (for Inductor
-    or to measure), the ``fallback`` reason of the selection and the kept groups' ``marks``."""
-
-    context: GemmContext
-    best: CandidateMark
-    confidence: float | None
-    candidates: int
-    kept: tuple[Any, ...]
-    fallback: str | None
-    marks: tuple[CandidateMark, ...]
-
-    def conclude(self, measurement: Measurement | None) -> list[Any]:
-        """Count and log the decision, given DIODE's ``measurement`` of the kept choices (None:
-        not measured): the choices Inductor gets, the measured winner alone where there is one."""
-        kept, context = self.kept, self.context
-        winner = _mark_of(kept[measurement.winner]) if measurement is not None and measurement.winner is not None else None
-        picked = winner if isinstance(winner, CandidateMark) else self.best  # the measured winner, else the predicted best
-        counters.record_decision(
-            model=context.entry.name,
-            kind=picked.config.kind,
-            candidates=self.candidates,
-            kept=len(kept),
-            confidence=self.confidence,
-            problem=context.problem.describe(),
-            pick=picked.config.describe(),
-            measured_us=_measured_times(kept, measurement) if measurement is not None else None,
-        )
-        if log.isEnabledFor(logging.INFO):
-            log.info("%s", _decision_line(self, measurement))
-        if measurement is not None and measurement.winner is not None:
-            return [kept[measurement.winner]]
-        return list(kept)
-
-
-@dataclass(frozen=True)
 class DeferredSelection:
     """The choices DIODE kept for one op, whose compiles it has started (``pending``), measured
     when Inductor's scheduler asks for their timings, after the whole graph is lowered, as
@@ -198,7 +162,7 @@ class DeferredSelection:
     never faster (infinite, for the scheduler's ATen fallback), and no other Triton choice, so
     that an epilogue fusion the scheduler weighs is one into DIODE's winner."""
 
-    decision: _Decision
+    decision: Decision
     pending: PendingMeasurement
     call: Callable[[], tuple[Any, Any, Any]]
 
@@ -237,7 +201,7 @@ class DeferredSelection:
 def _not_ranked(choices: Sequence[Any], fallback: FallbackMark) -> list[Any]:
     """DIODE did not rank the op: every choice step 1 kept goes to Inductor, counted and logged."""
     counters.record_fallback(fallback.reason)
-    what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {_count(len(choices))}"
+    what = "its own ATen kernel, nothing benchmarked" if fallback.kept_own_aten else f"Inductor benchmarks {count(len(choices))}"
     log.info("%s: not ranked by DIODE (%s): %s", fallback.problem, fallback.reason, what)
     return list(choices)
 
@@ -292,7 +256,7 @@ def _start_measurement(kept: Sequence[Any]) -> PendingMeasurement | None:
     return contained(start, "measurement")
 
 
-def _finish_measurement(pending: PendingMeasurement, decision: _Decision, call: Callable[[], tuple[Any, Any, Any]]) -> Measurement | None:
+def _finish_measurement(pending: PendingMeasurement, decision: Decision, call: Callable[[], tuple[Any, Any, Any]]) -> Measurement | None:
     """Time the choices of ``pending`` and remember the winner; None where Inductor must
     benchmark them instead (every one failing, an internal error: counted, logged once)."""
     measurement = contained(lambda: pending.finish(*call()), "measurement")
@@ -304,49 +268,12 @@ def _finish_measurement(pending: PendingMeasurement, decision: _Decision, call: 
         return None
     counters.record_decision_counter("measured_decisions")
     kept, context = decision.kept, decision.context
-    winner = _mark_of(kept[measurement.winner])
+    winner = mark_of(kept[measurement.winner])
     if context.options.diode_cache_predictions and isinstance(winner, CandidateMark):
-        timed = [(m.config, t) for c, t in zip(kept, measurement.times_us) if isinstance(m := _mark_of(c), CandidateMark)]
+        timed = [(m.config, t) for c, t in zip(kept, measurement.times_us) if isinstance(m := mark_of(c), CandidateMark)]
         configs, times = zip(*timed)
         measured.remember(measured.MeasuredDecision(context.problem, context.hardware, configs, times, context.space))
     return measurement
-
-
-def _measured_times(kept: Sequence[Any], measurement: Measurement) -> dict[str, float | None]:
-    """Each measured choice's time by :func:`_described`; None for a choice that failed."""
-    return {_described(c): (t if math.isfinite(t) else None) for c, t in zip(kept, measurement.times_us)}
-
-
-def _described(choice: Any) -> str:
-    """A choice as logs and stats name it: DIODE's config, else Inductor's name for it."""
-    mark = _mark_of(choice)
-    return mark.config.describe() if isinstance(mark, CandidateMark) else str(getattr(choice, "name", choice))
-
-
-def _decision_line(decision: _Decision, measurement: Measurement | None) -> str:
-    """One GEMM's decision for the log: problem, pick, whether anything is measured, and why."""
-    context, best, kept, candidates = decision.context, decision.best, decision.kept, decision.candidates
-    sure = "none" if decision.confidence is None else f"{decision.confidence:.2f}"
-    if decision.fallback == "low_confidence":
-        sure += f", under the threshold {context.options.diode_confidence_threshold:g}"
-    source = "from the prediction cache" if all(m.from_cache for m in decision.marks) else "predicted"
-    unscored = sum(math.isnan(m.time_us) for m in decision.marks)
-    if unscored:  # candidates the model knows nothing of: never kept alone, measured when DIODE measures
-        source += f"; {unscored} unscored"
-    if len(kept) == 1:
-        what = f"{best.config.describe()} alone of {_count(candidates)}, nothing benchmarked"
-    elif measurement is not None and measurement.winner is not None:
-        what = (
-            f"DIODE measured {len(kept)} of {_count(candidates)} ({measurement.failed} failed), fastest {_described(kept[measurement.winner])} "
-            f"at {measurement.times_us[measurement.winner]:.1f} us, predicted best {best.config.describe()}"
-        )
-    else:
-        what = f"Inductor benchmarks {len(kept)} of {_count(candidates)}, predicted best {best.config.describe()}"
-    return f"{context.problem.describe()}: {what} (confidence {sure}; model {context.entry.name}, {source})"
-
-
-def _count(candidates: int) -> str:
-    return f"{candidates} candidate" + ("" if candidates == 1 else "s")
 
 
 def _union_ranking(marks: list[CandidateMark]) -> Ranking:
@@ -365,8 +292,3 @@ def _union_ranking(marks: list[CandidateMark]) -> Ranking:
         union = rank_candidates(context.scorer, context.problem, [m.config for m in scored], context.hardware)
         confidence = combined_confidence(best.group_confidence, union.confidence)
     return replace(ranking, confidence=confidence)
-
-
-def _mark_of(choice: Any) -> CandidateMark | FallbackMark | None:
-    annotations = getattr(choice, "annotations", None)
-    return annotations.get(MARK) if isinstance(annotations, dict) else None
