@@ -653,7 +653,9 @@ def warm_comparison(cold: dict, warm: dict) -> dict:
     """One row's DIODE decisions in the earlier (cold) run's ``diode_fast`` against the warm
     run's ``diode_warm``. A problem: both picks and kept counts (None where the warm compile
     failed or decided nothing). A graph: how many GEMMs (``gemms``) have the same pick
-    (``same_picks``), and each run's largest kept count (1: every GEMM compiled alone)."""
+    (``same_picks``), how many of the others the warm compile never lowered as the cold one did
+    (``other_problems``: Inductor lowered another GEMM there, such as one it padded, so no pick
+    compares), and each run's largest kept count (1: every GEMM compiled alone)."""
     before = decisions_of(cold["modes"]["diode_fast"])
     after = decisions_of(warm["modes"].get("diode_warm", {}))
     if len(before) > 1:
@@ -662,6 +664,7 @@ def warm_comparison(cold: dict, warm: dict) -> dict:
         return {
             "gemms": len(before),
             "same_picks": same,
+            "other_problems": sum(d["problem"] not in by_problem for d in before) if after else 0,
             "same_pick": same == len(before),
             "cold_kept": max(d["kept"] for d in before),
             "warm_kept": max((d["kept"] for d in after), default=None),
@@ -689,9 +692,10 @@ def compile_order(modes: list[str], index: int) -> list[str]:
 def summarize_warm(rows: list[dict]) -> dict:
     """Over the rows both ``diode_warm`` and ``no_autotune`` compiled: diode_warm's compile time
     over no_autotune's (geometric mean of the rows' ratios, ratio of the totals, share of rows
-    within :data:`WARM_BOUND`), the share of rows whose warm pick is the cold run's, and where
-    rows record their ``compile_order``, the geometric mean apart for each mode compiled first
-    (``by_first_mode``)."""
+    within :data:`WARM_BOUND`), the share of rows whose warm pick is the cold run's, in graphs
+    how many GEMMs the warm compiles lowered as other problems (``other_problem_gemms``), and
+    where rows record their ``compile_order``, the geometric mean apart for each mode compiled
+    first (``by_first_mode``)."""
     both = [row for row in rows if all("compile_s" in row["modes"].get(mode, {}) for mode in WARM_MODES)]
     pairs = [(row["modes"]["diode_warm"]["compile_s"], row["modes"]["no_autotune"]["compile_s"]) for row in both]
     compared = [row["warm"] for row in rows if "warm" in row]
@@ -707,6 +711,8 @@ def summarize_warm(rows: list[dict]) -> dict:
         "same_pick_share": sum(c["same_pick"] for c in compared) / len(compared),
         "single_pick_share": sum(c["warm_kept"] == 1 for c in compared) / len(compared),
     }
+    if any("other_problems" in c for c in compared):
+        summary["other_problem_gemms"] = sum(c.get("other_problems", 0) for c in compared)
     firsts: dict[str, list[float]] = {}
     for row, (warm, plain) in zip(both, pairs):
         if row.get("compile_order"):

@@ -67,8 +67,16 @@ def test_warm_decisions_of_a_graph_are_matched_gemm_by_gemm(e2e):
 
     cold = figures(("aten::mm", 1), ("triton::a", 3))
     warm = {"modes": {"diode_warm": figures(("aten::mm", 1), ("triton::b", 1))["modes"]["diode_fast"]}}
-    assert e2e.warm_comparison(cold, warm) == {"gemms": 2, "same_picks": 1, "same_pick": False, "cold_kept": 3, "warm_kept": 1}
-    assert e2e.warm_comparison(cold, {"modes": {"diode_warm": {"error": "x"}}})["same_picks"] == 0
+    expected = {"gemms": 2, "same_picks": 1, "other_problems": 0, "same_pick": False, "cold_kept": 3, "warm_kept": 1}
+    assert e2e.warm_comparison(cold, warm) == expected
+    failed = e2e.warm_comparison(cold, {"modes": {"diode_warm": {"error": "x"}}})
+    assert failed["same_picks"] == failed["other_problems"] == 0
+    # Inductor lowered the second GEMM at another size (padded) in the warm compile
+    warm["modes"]["diode_warm"]["diode"]["decisions"][1]["problem"] = "p1 padded"
+    padded = e2e.warm_comparison(cold, warm)
+    assert padded["other_problems"] == 1 and padded["same_picks"] == 1
+    row = {"modes": {"diode_warm": {"compile_s": 2.0}, "no_autotune": {"compile_s": 1.0}}, "warm": padded}
+    assert e2e.summarize_warm([row])["other_problem_gemms"] == 1
 
 
 def _run_script(*args: str, env: dict) -> None:
