@@ -15,13 +15,12 @@ import logging
 
 import pytest
 import torch
-from torch._inductor import config
 
 import diode_backend
 from diode_backend import measured
 from diode_backend.inductor import compat, measure
 from test_compile_cpu import biased_addmm, biased_inputs, compile_code
-from test_measure_cpu import UNSURE, counters, unsure  # noqa: F401 (a fixture)
+from test_measure_cpu import UNSURE, check_inductor_benchmarks_when_every_candidate_fails, counters, unsure  # noqa: F401 (a fixture)
 
 #: DIODE unsure over a biased addmm's two ATen calls, in a compile whose scheduler picks
 DEFERRED = {**UNSURE, "max_autotune_gemm_backends": "DIODE,ATEN", "cpu_backend": "triton"}
@@ -92,19 +91,7 @@ def test_without_benchmark_epilogue_fusion_each_gemm_is_measured_at_its_lowering
 
 
 def test_when_every_candidate_fails_the_scheduler_gets_inductors_own_timings(unsure, benchmarked, monkeypatch):
-    from torch._inductor.select_algorithm import ExternKernelCaller
-
-    def precompile(choice):
-        raise RuntimeError("cannot compile")
-
-    monkeypatch.setattr(ExternKernelCaller, "precompile", precompile, raising=False)
-    monkeypatch.setattr(ExternKernelCaller, "benchmark", lambda self, *args, out: 1.0)  # Inductor's own timing
-    args = biased_inputs()
-    out, _ = compile_code(biased_addmm, args, **DEFERRED, diode_model=unsure)
-    torch.testing.assert_close(out, biased_addmm(*args))
-    assert benchmarked == [2]  # the list DIODE would have measured, benchmarked by Inductor
-    assert diode_backend.stats()["fallbacks"] == {"low_confidence": 1, "measurement_failed": 1}
-    assert counters()["measure_failed_candidates"] == 2 and list(measured.stored_decisions()) == []
+    check_inductor_benchmarks_when_every_candidate_fails(DEFERRED, unsure, benchmarked, monkeypatch)
     assert "deferred_measurements" not in counters()
 
 

@@ -225,18 +225,24 @@ def test_a_candidate_failing_to_run_is_dropped_and_counted(unsure, benchmarked, 
     assert counters()["measure_failed_candidates"] == 1
 
 
-def test_when_every_candidate_fails_inductor_benchmarks_them(unsure, benchmarked, monkeypatch):
+def check_inductor_benchmarks_when_every_candidate_fails(options: dict, unsure: str, benchmarked: list, monkeypatch) -> None:
+    """Every candidate of the biased addmm, compiled under ``options``, fails to compile:
+    Inductor benchmarks the list DIODE would have measured, and nothing is stored."""
     def precompile(choice):
         raise RuntimeError("cannot compile")
 
     monkeypatch.setattr(ExternKernelCaller, "precompile", precompile, raising=False)
     monkeypatch.setattr(ExternKernelCaller, "benchmark", lambda self, *args, out: 1.0)  # Inductor's own timing
     args = biased_inputs()
-    out, _ = compile_code(biased_addmm, args, **UNSURE, diode_model=unsure)
+    out, _ = compile_code(biased_addmm, args, **options, diode_model=unsure)
     torch.testing.assert_close(out, biased_addmm(*args))
     assert benchmarked == [2]  # the list DIODE would have measured, benchmarked by Inductor
     assert diode_backend.stats()["fallbacks"] == {"low_confidence": 1, "measurement_failed": 1}
     assert counters()["measure_failed_candidates"] == 2 and list(measured.stored_decisions()) == []
+
+
+def test_when_every_candidate_fails_inductor_benchmarks_them(unsure, benchmarked, monkeypatch):
+    check_inductor_benchmarks_when_every_candidate_fails(UNSURE, unsure, benchmarked, monkeypatch)
 
 
 def test_an_internal_error_while_measuring_falls_back_counts_and_logs_once(unsure, benchmarked, monkeypatch, caplog):

@@ -181,6 +181,7 @@ class DeferredSelection:
     def timings(self, hint_override: int | None, inductor_timings: Callable[[int | None], dict]) -> dict:
         """Milliseconds by choice for the scheduler; Inductor's own timings (it benchmarks the
         kept choices) where DIODE has no winner or fails."""
+
         def measured() -> dict | None:
             measurement = _finish_measurement(self.pending, self.decision, self.call)
             self.decision.conclude(measurement)
