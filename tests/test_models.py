@@ -122,6 +122,24 @@ def test_learned_scorer_times_are_the_ensemble_geometric_mean(tmp_path, h100):
     assert scorer.identity == learned_identity(file_sha256(path))
 
 
+def test_a_ranking_runs_on_one_intra_op_thread_and_leaves_the_process_setting_as_it_was(tmp_path, h100):
+    scorer = LearnedScorer.load(write_checkpoint(tmp_path / "model.pt", seed=3, ensemble=2))
+    network, seen = scorer.network, []
+
+    def recording(features):
+        seen.append(torch.get_num_threads())
+        return network(features)
+
+    scorer.network = recording
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        scorer.predict(PROBLEM, CONFIGS, h100)
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("layers, activation, base", [(0, "silu", False), (1, "relu", True), (2, "silu", True), (3, "relu", False)])
 def test_frozen_network_predicts_what_the_model_does(h100, layers, activation, base):
     extractor = registry.feature_extractors()["gemm"]

@@ -3,9 +3,10 @@ checkpoint. Times are microseconds."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
@@ -18,6 +19,27 @@ from .checkpoint import Checkpoint, ModelLoadError, load_checkpoint
 from .hit_model import hit_probability, pick_signals
 from .network import FrozenTimingModel
 from .novelty import familiarity, nearest_distance
+
+
+#: The intra-op threads a ranking runs on. A ranking takes milliseconds on one core, and DIODE
+#: ranks a graph's later GEMMs while Inductor's compile workers, a process per core, compile the
+#: candidates it started for the earlier ones: an operation split over every core then waits
+#: for threads the workers keep off them (``benchmarks/inference_latency.py --busy``).
+INFERENCE_THREADS = 1
+
+
+@contextlib.contextmanager
+def intra_op_threads(count: int) -> Iterator[None]:
+    """Run the body on ``count`` of torch's intra-op threads, then restore the number before."""
+    before = torch.get_num_threads()
+    if before == count:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class LearnedScorer:
@@ -89,8 +111,8 @@ class LearnedScorer:
 
     def _predict(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> Prediction:
         """Score every one of ``configs``."""
-        features = self.extractor.extract(problem, configs, hardware)
-        with torch.inference_mode():
+        with intra_op_threads(INFERENCE_THREADS), torch.inference_mode():
+            features = self.extractor.extract(problem, configs, hardware)
             log_times = self.network(features)  # [E, n], log microseconds
             times = log_times.mean(dim=0).exp()
             confidence = self._confidence(problem, configs, log_times)
