@@ -32,7 +32,7 @@ from pathlib import Path
 
 from diode_backend import catalog, registry
 from diode_backend.offline.dataset import load_dataset, shard_paths, timed_hardware
-from diode_backend.offline.families import of_families
+from diode_backend.offline.families import of_families, stopping_problems
 from diode_backend.offline.plots import regret_ticks
 from diode_backend.offline.train import inference_hardware
 from diode_backend.offline.tradeoff import (
@@ -123,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     scorer = registry.load_scorer(entry)
     training = scorer.checkpoint.training
     # the families the model stopped early on are where it may be tuned; its held-out ones are reported
-    stopping = [p for p in of_families(dataset.problems, training["stopping_families"]) if p.split == "train"]
-    # runs timed after the model add problems to these families, none trained on; fewer means other data
-    if len(stopping) < training["stopping_problems"]:
-        raise SystemExit(f"{len(stopping)} early-stopping problems in the data, the model stopped on {training['stopping_problems']}")
+    try:
+        stopping = stopping_problems(dataset.problems, training)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
     held_out = of_families(dataset.problems, training["holdout_families"])
 
     e2e = json.loads(args.e2e.read_text())

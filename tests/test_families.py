@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from synthetic_timings import synthetic_problems
 
-from diode_backend.offline.families import check_families, family_of, of_families, parse_families, without_families
+from diode_backend.offline.families import (
+    check_families,
+    family_of,
+    of_families,
+    parse_families,
+    stopping_problems,
+    without_families,
+)
 from diode_backend.offline.train import split_families
 
 
@@ -46,3 +53,12 @@ def test_two_families_are_held_out_even_when_none_fits_the_fraction():
 def test_few_families_split_by_problem():
     train_ids, stop_ids, calibration_ids = split_families(["a"] * 30 + ["b"] * 20, 0.2, seed=0)
     assert (len(train_ids), len(stop_ids), len(calibration_ids)) == (40, 5, 5)
+
+
+def test_defaults_are_chosen_on_the_training_split_of_the_families_the_model_stopped_on():
+    bert = synthetic_problems(3, generator="zoo:bert")
+    records = bert + synthetic_problems(2, split="validation", generator="zoo:bert") + synthetic_problems(2, generator="zoo:llama")
+    training = {"stopping_families": ["bert"], "stopping_problems": 3}
+    assert stopping_problems(records, training) == bert
+    with pytest.raises(ValueError, match="2 early-stopping problems in the data, the model stopped on 3"):
+        stopping_problems(bert[:2], training)

@@ -52,3 +52,18 @@ def without_families(records: Iterable[ProblemTimings], names: Iterable[str]) ->
     """The records of every other family."""
     unwanted = set(names)
     return [record for record in records if family_of(record) not in unwanted]
+
+
+def stopping_problems(records: Iterable[ProblemTimings], training: dict) -> list[ProblemTimings]:
+    """The problems a model stopped its training early on and never trained on: the ``train``
+    split of the early-stopping families its checkpoint's ``training`` record names
+    (``stopping_families``). Defaults may be chosen on them; the held-out families report.
+
+    :raises ValueError: when the records hold fewer of them than the model stopped on
+        (``stopping_problems``): other data than the model's.
+    """
+    chosen = [record for record in of_families(records, training["stopping_families"]) if record.split == "train"]
+    # runs timed after the model may add problems to these families, none trained on
+    if len(chosen) < training["stopping_problems"]:
+        raise ValueError(f"{len(chosen)} early-stopping problems in the data, the model stopped on {training['stopping_problems']}")
+    return chosen
