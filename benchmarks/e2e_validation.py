@@ -53,10 +53,13 @@ one GPU each, cover the problems once, and ``benchmarks/e2e_merge.py`` joins the
 Each run records its cache folders (``caches``); each DIODE mode keeps its
 prediction cache in a folder of its own under ``caches.diode``. ``--families`` takes the
 validation problems of named model families (``held-out``: those of
-``trained_models/data/h100/problems/zoo-holdout.json``), all of them unless ``--problems`` is
-given, and the summary is given per workload class too. The summary lists the rows whose DIODE
-modes compiled the same pick but were timed more than 10% apart (``same_kernel_disagreements``):
-the timing erred there, not the pick.
+``trained_models/data/h100/problems/zoo-holdout.json``; ``stopping``: the problems of the
+families the model stopped its training early on, never trained on, where a default may be
+chosen), all of them unless ``--problems`` is given, and the summary is given per workload
+class too. ``--modes`` may set options of a mode (``diode_fast+diode_top_k=2``:
+:func:`mode_options`), so one run compares settings of DIODE side by side. The summary lists
+the rows whose DIODE modes compiled the same pick but were timed more than 10% apart
+(``same_kernel_disagreements``): the timing erred there, not the pick.
 
 Warm cache: ``--warm-from FILE`` compiles the problems of an earlier run's complete rows again,
 in a new process, with Inductor's caches off and DIODE's prediction cache the earlier run's
@@ -112,6 +115,7 @@ os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-tri
 os.environ.setdefault("DIODE_CACHE_DIR", tempfile.mkdtemp(prefix="diode-e2e-predictions-"))
 
 import argparse  # noqa: E402
+import ast  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -133,10 +137,10 @@ import torch  # noqa: E402
 
 import diode_backend  # noqa: E402
 from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
-from diode_backend.offline.families import family_of, parse_families  # noqa: E402
+from diode_backend.offline.families import family_of, parse_families, stopping_problems  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402
-from diode_backend import measured, registry  # noqa: E402
+from diode_backend import catalog, measured, registry  # noqa: E402
 from diode_backend.inductor import compat  # noqa: E402
 from diode_backend.inductor.context import candidate_set  # noqa: E402
 from diode_backend.inductor.feedback import observe_autotuning  # noqa: E402
@@ -201,6 +205,53 @@ KERNEL_CACHES_KEPT = {
     "torch._dynamo.config": {"automatic_dynamic_local_pgo": False, "automatic_dynamic_remote_pgo": False},
 }
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def mode_options(mode: str) -> dict:
+    """The ``torch.compile`` options of ``mode``: a name of :data:`MODES`, alone or followed by
+    settings that override its options, each ``+option=value`` with a Python literal value
+    (``diode_fast+diode_top_k=2+diode_measure_ratio=1.0``: DIODE's defaults measuring fewer).
+
+    :raises ValueError: naming an unknown mode or a setting that is not ``option=literal``.
+    """
+    name, *settings = mode.split("+")
+    if name not in MODES:
+        raise ValueError(f"unknown mode {name!r}; give one of {', '.join(MODES)}, each optionally +option=value")
+    options = dict(MODES[name])
+    for setting in settings:
+        key, equals, value = setting.partition("=")
+        try:
+            if not (key and equals):
+                raise ValueError(setting)
+            options[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"{mode!r}: setting {setting!r} is not option=value with a Python literal value") from None
+    return options
+
+
+def problems_of(dataset, families: str) -> tuple[list[ProblemTimings], list[str]]:
+    """The problems ``--families`` takes from ``dataset``, and the families named: the validation
+    problems of the named families (``held-out``: those of :data:`HOLDOUT`; none named: of every
+    family), or with ``stopping`` the problems the model DIODE ranks with on the dataset's
+    hardware stopped its training early on (``offline.families.stopping_problems``), where
+    defaults may be chosen.
+
+    :raises ValueError: when ``stopping`` finds no such model or other data than it stopped on.
+    """
+    names = parse_families(families)
+    if names == ["stopping"]:
+        from diode_backend.offline.train import inference_hardware
+
+        entry = catalog.pick_entry(inference_hardware(dataset.hardware))
+        scorer = registry.load_scorer(entry) if entry else None
+        training = scorer.checkpoint.training if hasattr(scorer, "checkpoint") else {}
+        if "stopping_families" not in training:
+            raise ValueError(f"no model for {dataset.hardware.key} that records its early-stopping families")
+        return stopping_problems(dataset.problems, training), training["stopping_families"]
+    if names == ["held-out"]:
+        names = json.loads(HOLDOUT.read_text())["families"]
+    wanted = set(names)
+    return [p for p in dataset.split("validation") if not wanted or family_of(p) in wanted], names
 
 
 def choose(problems: list[ProblemTimings], count: int) -> list[ProblemTimings]:
@@ -456,7 +507,7 @@ def measure_row(
         try:
             if seeds and mode in seeds:
                 seeds[mode]()
-            figures[mode], compiled[mode] = compile_mode(fn, args, (options or MODES)[mode])
+            figures[mode], compiled[mode] = compile_mode(fn, args, options[mode] if options else mode_options(mode))
         except Exception as err:  # one failing compile must not lose the other modes
             figures[mode] = {"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"}
     launches = [lambda f=f: f(*args) for f in compiled.values()]
@@ -522,7 +573,7 @@ def space_of(mode: str) -> str:
     """The candidate space (a stored decision's key part) DIODE derives under ``mode``'s options."""
     from torch._inductor import config
 
-    with config.patch(MODES[mode]):
+    with config.patch(mode_options(mode)):
         return candidate_set(current_options())
 
 
@@ -847,7 +898,8 @@ def main(argv: list[str] | None = None) -> int:
         "--families",
         default="",
         help="comma-separated model families whose validation problems to take, or held-out "
-        "(the families of trained_models/data/h100/problems/zoo-holdout.json)",
+        "(the families of trained_models/data/h100/problems/zoo-holdout.json), or stopping (the problems "
+        "of the families the model stopped its training early on, where defaults may be chosen)",
     )
     parser.add_argument(
         "--ops",
@@ -900,9 +952,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.warm_from and shard != (0, 1):
         parser.error("--shard with --warm-from: warm from the shard's own results file instead")
     modes = [m for m in (args.modes or ",".join(WARM_MODES if args.warm_from else DEFAULT_MODES)).split(",") if m]
-    unknown = sorted(set(modes) - set(MODES))
-    if unknown:
-        parser.error(f"unknown modes: {', '.join(unknown)}")
+    for mode in modes:
+        try:
+            mode_options(mode)
+        except ValueError as err:
+            parser.error(f"--modes: {err}")
     cold_rows, caches = {}, os.environ["DIODE_CACHE_DIR"]
     if args.warm_from:
         cold = json.loads(Path(args.warm_from).read_text())
@@ -940,13 +994,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     dataset = load_dataset(args.data)
     ops, dtypes = set(filter(None, args.ops.split(","))), set(filter(None, args.dtypes.split(",")))
-    families = set(parse_families(args.families))
-    if families == {"held-out"}:
-        families = set(json.loads(HOLDOUT.read_text())["families"])
+    try:
+        candidates, families = problems_of(dataset, args.families)
+    except ValueError as err:
+        parser.error(f"--families {args.families}: {err}")
     candidates = [
-        p for p in dataset.split("validation")
-        if (not ops or p.problem.op in ops) and (not dtypes or p.problem.dtype in dtypes)
-        and (not families or family_of(p) in families)
+        p for p in candidates if (not ops or p.problem.op in ops) and (not dtypes or p.problem.dtype in dtypes)
     ]  # fmt: skip
     if cold_rows:
         members = {member for row in cold_rows.values() for member in members_of(row)}
@@ -962,7 +1015,7 @@ def main(argv: list[str] | None = None) -> int:
         "environment": environment(torch.cuda.current_device() if cuda else None),
         "hardware": hardware_of(args.device).to_dict(),
         "dataset_hardware": dataset.hardware.key,
-        "modes": {mode: MODES[mode] for mode in modes},
+        "modes": {mode: mode_options(mode) for mode in modes},
         "caches": {
             "diode": caches,
             "triton": os.environ["TRITON_CACHE_DIR"],

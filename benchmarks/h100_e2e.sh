@@ -1,6 +1,9 @@
 #!/bin/bash
 # One GPU call of the end-to-end run on the held-out families (benchmarks/results/h100_model.md):
-#   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] [KERNEL_CACHE=1] [GRAPH_SIZE=G] benchmarks/h100_e2e.sh SECONDS
+#   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] [KERNEL_CACHE=1] [GRAPH_SIZE=G] [FAMILIES=F] [PROBLEMS=P] \
+#     benchmarks/h100_e2e.sh SECONDS
+# FAMILIES (default held-out) and PROBLEMS (default all of them) are e2e_validation's --families
+# and --problems (FAMILIES=stopping: where defaults are chosen).
 # SHARDS (default 1) parts run in parallel, part I on GPU I with an even share of the CPU cores,
 # its own DIODE and Triton caches, and every SHARDS-th problem (e2e_validation --shard I/N). Each
 # part:
@@ -28,6 +31,8 @@ SHARDS=${SHARDS:-1}
 WARM_S=${WARM_S:-170}
 KERNEL_CACHE=${KERNEL_CACHE:-0}
 GRAPH_SIZE=${GRAPH_SIZE:-1}
+FAMILIES=${FAMILIES:-held-out}
+PROBLEMS=${PROBLEMS:+--problems $PROBLEMS}
 export PYTHONUNBUFFERED=1
 e2e=benchmarks/e2e_validation.py
 data=trained_models/data/h100/dataset
@@ -44,7 +49,7 @@ part() {  # part I: cold, then this call's rows warm
   export CUDA_VISIBLE_DEVICES=$i DIODE_CACHE_DIR=/tmp/e2e-diode-$$-$i TRITON_CACHE_DIR=/tmp/e2e-triton-$$-$i
   local earlier=/tmp/e2e-earlier-$$-$i.json
   [ -f "$parts/e$i.json" ] && cp "$parts/e$i.json" "$earlier"
-  $cpus python3 $e2e $data --families held-out --modes "$MODES" --shard "$i/$SHARDS" --graph-size "$GRAPH_SIZE" \
+  $cpus python3 $e2e $data --families "$FAMILIES" $PROBLEMS --modes "$MODES" --shard "$i/$SHARDS" --graph-size "$GRAPH_SIZE" \
     --resume --budget-s $((budget - WARM_S - 30)) --out "$parts/e$i.json" > "$parts/e$i.log" 2>&1
   echo "part $i cold rc=$? at ${SECONDS}s"
   [ "$WARM_S" -gt 0 ] || return 0
@@ -76,7 +81,11 @@ warm_parts() {  # the warm results of part $1 (or of every part), less the kerne
 
 for i in $(seq 0 $((SHARDS - 1))); do part "$i" & done
 wait
-python3 benchmarks/e2e_merge.py "$OUT/e2e.json" "$parts"/e[0-9]*.json
-[ "$WARM_S" -gt 0 ] && python3 benchmarks/e2e_merge.py "$OUT/e2e_warm.json" $(warm_parts)
+echo "parts done at ${SECONDS}s"
+# a merge has taken minutes on the GPU machine where it takes seconds elsewhere (cause not
+# found): one that runs past a minute is left to benchmarks/e2e_merge.py on the parts in parts.tgz
+timeout 60 python3 benchmarks/e2e_merge.py "$OUT/e2e.json" "$parts"/e[0-9]*.json
+[ "$WARM_S" -gt 0 ] && timeout 60 python3 benchmarks/e2e_merge.py "$OUT/e2e_warm.json" $(warm_parts)
+echo "merged at ${SECONDS}s"
 rm -f "$parts"/c[0-9]*.json
 tar czf "$OUT/parts.tgz" -C "$OUT" parts && rm -rf "$parts"

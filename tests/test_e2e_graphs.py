@@ -152,3 +152,30 @@ def test_parts_of_graph_runs_merge_only_with_their_graph_size_which_the_merge_ke
     assert merged["graph_size"] == 8 and [row["describe"] for row in merged["rows"]] == ["a", "b"]
     with pytest.raises(ValueError, match="p1.json: its graph_size differs from p0.json's"):
         merger.merge([{**part, "rows": rows[:1]}, {**part, "graph_size": 1, "rows": rows[1:]}], ["p0.json", "p1.json"])
+
+
+def test_a_mode_can_set_options_so_one_run_compares_settings(e2e, tmp_path, capsys):
+    assert e2e.mode_options("diode_fast+diode_top_k=2+diode_measure_ratio=1.0") == {
+        **e2e.MODES["diode_fast"], "diode_top_k": 2, "diode_measure_ratio": 1.0
+    }
+    assert e2e.mode_options("no_autotune") == {}
+    for mode, message in [("fast", "unknown mode 'fast'"), ("diode_fast+diode_top_k", "is not option=value"), ("diode_fast+k=[", "is not option=value")]:
+        with pytest.raises(ValueError, match=message):
+            e2e.mode_options(mode)
+    with pytest.raises(SystemExit):
+        e2e.main(["data", "--modes", "diode_fast+diode_top_k", "--out", str(tmp_path / "e2e.json")])
+    assert "--modes: 'diode_fast+diode_top_k': setting 'diode_top_k' is not option=value" in capsys.readouterr().err
+
+
+def test_stopping_takes_the_problems_the_shipped_model_stopped_its_training_on(e2e):
+    from diode_backend import catalog, registry
+    from diode_backend.offline.dataset import load_dataset
+    from diode_backend.offline.train import inference_hardware
+
+    dataset = load_dataset([Path(__file__).resolve().parent.parent / "trained_models" / "data" / "h100" / "dataset"])
+    training = registry.load_scorer(catalog.pick_entry(inference_hardware(dataset.hardware))).checkpoint.training
+    problems, families = e2e.problems_of(dataset, "stopping")
+    assert families == training["stopping_families"] and len(problems) >= training["stopping_problems"]
+    assert {e2e.family_of(p) for p in problems} == set(families) and {p.split for p in problems} == {"train"}
+    held_out, names = e2e.problems_of(dataset, "held-out")
+    assert set(names) == set(training["holdout_families"]) and not {e2e.family_of(p) for p in held_out} & set(families)
