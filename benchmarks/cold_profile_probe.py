@@ -22,13 +22,17 @@ compiled in Inductor's compile workers) and ``--threads`` (every candidate compi
 process's threads, as before). Written: every compile of every round, and per variant the total
 compile time of the defaults and of no autotuning over the GEMMs (medians over rounds). With
 ``--profile`` one process runs the defaults under cProfile (cumulative and own time, the 60
-largest) on other shapes; cProfile inflates Python-heavy steps, so compare times from the rounds.
+largest, and the raw ``cold_profile.pstats``) on other shapes; cProfile inflates Python-heavy
+steps, so compare times from the rounds.
 
 With ``--graph-size N`` one process compiles the first G (``--graphs``, default 8) graphs of the
 held-out end-to-end run instead (``e2e_validation --graph-size N``: the same groups in the same
 order), each under the defaults, DIODE's single pick and no autotuning, with the steps above and
 the lowering (``GraphLowering.run``) and the scheduler's finalizing of the buffers whose timings
-DIODE supplies when it defers its measurement (``finalize_multi_template_buffers``).
+DIODE supplies when it defers its measurement (``finalize_multi_template_buffers``); with
+``--profile`` too, the defaults' compiles of those graphs run under cProfile.
+``--inference-threads N`` ranks on N intra-op threads instead of DIODE's one
+(``model.learned.INFERENCE_THREADS``), to compare.
 """
 import os, tempfile
 
@@ -57,6 +61,8 @@ GRAPHS = int(sys.argv[sys.argv.index("--graphs") + 1]) if "--graphs" in sys.argv
 THREADS = "--threads" in sys.argv
 ROUND = "--round" in sys.argv
 ROUNDS = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
+#: ``--inference-threads N``: DIODE ranks on N intra-op threads (``model.learned.INFERENCE_THREADS``)
+INFERENCE_THREADS = int(sys.argv[sys.argv.index("--inference-threads") + 1]) if "--inference-threads" in sys.argv else None
 OUT = os.environ["OUT"]
 ROW, COL = "row", "col"
 PROBLEMS = [
@@ -136,6 +142,10 @@ def own_precompile_times() -> None:
     measure._precompile = precompile
 
 
+if INFERENCE_THREADS is not None:
+    from diode_backend.model import learned
+
+    learned.INFERENCE_THREADS = INFERENCE_THREADS
 timed(diode_choices.DiodeChoicesMixin, "get_template_configs", "diode_lowering")
 timed(benchmarked_choices, "choices_to_benchmark", "selection")
 own_precompile_times()
@@ -192,6 +202,7 @@ def one_process() -> dict:
               f"no autotuning {row['no_autotune']['compile_s']:.2f} s; " + ", ".join(f"{k} {v:.3f}" for k, v in fast["steps_s"].items()),
               file=sys.stderr, flush=True)  # fmt: skip
     if profile is not None:
+        profile.dump_stats(f"{OUT}/cold_profile.pstats")  # for print_callees of any step
         for order in ("cumulative", "tottime"):
             text = io.StringIO()
             pstats.Stats(profile, stream=text).sort_stats(order).print_stats(60)
@@ -230,7 +241,8 @@ def graph_summary(rows: list[dict]) -> dict:
 
 if GRAPH_SIZE:
     rows = one_process()["rows"]
-    result = {"environment": ENVIRONMENT, "graph_size": GRAPH_SIZE, "summary": graph_summary(rows), "rows": rows}
+    result = {"environment": ENVIRONMENT, "graph_size": GRAPH_SIZE, "inference_threads": INFERENCE_THREADS or 1,
+              "summary": graph_summary(rows), "rows": rows}  # fmt: skip
     with open(f"{OUT}/cold_profile_graphs.json", "w") as f:
         json.dump(result, f, indent=1)
     print(json.dumps(result["summary"], indent=1))

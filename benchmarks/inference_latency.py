@@ -7,12 +7,19 @@ ordering: everything DIODE does per GEMM group) for 2,000 candidates, plus its p
 repeated up to the count (DIODE's cost depends on the count, not on which configs).
 
     python benchmarks/inference_latency.py --model nvidia-h100-gemm --hardware h100 --out $OUT/latency.json
+
+``--busy N`` times ``rank_candidates`` again while N processes spin on the CPU, as Inductor's
+compile workers do while DIODE ranks a graph's later GEMMs, once on each of ``--threads``
+counts of intra-op threads (``model.learned.INFERENCE_THREADS``, the number a ranking runs on):
+
+    python benchmarks/inference_latency.py --busy 16 --threads 1,16 --repeats 100 --out $OUT/busy.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import platform
 import statistics
 import time
@@ -22,6 +29,7 @@ import torch
 
 from diode_backend import catalog, registry
 from diode_backend.inductor.configs import candidate_space
+from diode_backend.model import learned
 from diode_backend.problem import GemmProblem
 from diode_backend.policy import rank_candidates
 
@@ -37,6 +45,32 @@ def timed(fn, warmup: int, repeats: int) -> dict[str, float]:
         samples.append((time.perf_counter() - start) * 1e3)
     deciles = statistics.quantiles(samples, n=10)
     return {"median_ms": statistics.median(samples), "p10_ms": deciles[0], "p90_ms": deciles[-1]}
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def busy_rankings(rank, args) -> dict:
+    """``rank`` timed on each of ``args.threads`` intra-op thread counts, idle and then while
+    ``args.busy`` processes spin."""
+    counts = [int(n) for n in args.threads.split(",")]
+    result = {"processes": args.busy, "threads": counts, "idle": {}, "spinning": {}}
+    for count in counts:
+        learned.INFERENCE_THREADS = count
+        result["idle"][str(count)] = timed(rank, args.warmup, args.repeats)
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
+    for process in spinners:
+        process.start()
+    try:
+        for count in counts:
+            learned.INFERENCE_THREADS = count
+            result["spinning"][str(count)] = timed(rank, args.warmup, args.repeats)
+    finally:
+        for process in spinners:
+            process.terminate()
+    return result
 
 
 def cpu_name() -> str:
@@ -56,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=500)
+    parser.add_argument("--busy", type=int, default=0, help="also time the ranking while this many processes spin")
+    parser.add_argument("--threads", default="1", help="with --busy: comma-separated intra-op thread counts to rank on")
     parser.add_argument("--out", help="JSON file to write")
     args = parser.parse_args(argv)
 
@@ -86,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         result["features"] = timed(lambda: extractor.extract(problem, configs, hardware), args.warmup, args.repeats)
         result["forward"] = timed(lambda: network(features), args.warmup, args.repeats)
         result["parameters"] = sum(p.numel() for p in scorer.model.parameters())
+    if args.busy:
+        result["busy"] = busy_rankings(lambda: rank_candidates(scorer, problem, configs, hardware), args)
     print(json.dumps(result, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
