@@ -57,19 +57,23 @@ def busy_rankings(rank, args) -> dict:
     ``args.busy`` processes spin."""
     counts = [int(n) for n in args.threads.split(",")]
     result = {"processes": args.busy, "threads": counts, "idle": {}, "spinning": {}}
-    for count in counts:
-        learned.INFERENCE_THREADS = count
-        result["idle"][str(count)] = timed(rank, args.warmup, args.repeats)
+    shipped = learned.INFERENCE_THREADS
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
-    for process in spinners:
-        process.start()
     try:
+        for count in counts:
+            learned.INFERENCE_THREADS = count
+            result["idle"][str(count)] = timed(rank, args.warmup, args.repeats)
+        for process in spinners:
+            process.start()
         for count in counts:
             learned.INFERENCE_THREADS = count
             result["spinning"][str(count)] = timed(rank, args.warmup, args.repeats)
     finally:
+        learned.INFERENCE_THREADS = shipped
         for process in spinners:
-            process.terminate()
+            if process.is_alive():
+                process.terminate()
+                process.join()
     return result
 
 
