@@ -4,20 +4,22 @@ families, then reported on the held-out families.
 
 Per problem (``diode_backend.offline.tradeoff``): a confident pick runs at its measured time,
 an unsure one at the fastest measured time of its measured set (measurement taken as exact).
-Compile time: ``CompileCost`` fitted to the compile times of an end-to-end run
-(``benchmarks/e2e_validation.py``): DIODE's single picks, and its top-k benchmarked by Inductor,
-whose compiled kernels are counted by ranking Inductor's EXHAUSTIVE list again with the model
-(this imports Inductor); max-autotune DEFAULT's rows check the model outside the range it was
-fitted on. The dataset timed a stratified quarter of Inductor's EXHAUSTIVE space per problem
-(plus its DEFAULT list on the held-out families) where DIODE ranks the whole space at run time:
-the simulation picks, measures and judges within the timed subset, but keeps a pick alone or
-measures by the run-time confidence, the model's over the whole EXHAUSTIVE list under the
-problem's TF32 rule (``tradeoff.runtime_ranking``, as ``benchmarks/e2e_replay.py`` computes it).
+Compile time: ``CompileCost``, what a GEMM adds to its graph's compile, fitted to an end-to-end
+run on the early-stopping families (``benchmarks/e2e_validation.py --families stopping
+--graph-size N``) that compiled each graph under DIODE's single pick and under measured sets of
+several sizes (``diode_fast+diode_top_k=K`` modes), each decision's Triton kernels and measured
+candidates read from the run; max-autotune DEFAULT's compiles, where the run has them, check the
+model outside the range it was fitted on. The dataset timed a stratified quarter of Inductor's
+EXHAUSTIVE space per problem (plus its DEFAULT list on the held-out families) where DIODE ranks
+the whole space at run time: the simulation picks, measures and judges within the timed subset,
+but keeps a pick alone or measures by the run-time confidence, the model's over the whole
+EXHAUSTIVE list under the problem's TF32 rule (``tradeoff.runtime_ranking``, as
+``benchmarks/e2e_replay.py`` computes it).
 
 Example::
 
     python benchmarks/defaults_tradeoff.py trained_models/data/h100/dataset \\
-        --e2e benchmarks/results/h100_e2e_heldout_2026-11-24.json \\
+        --e2e benchmarks/results/h100_e2e_graphs_one_thread_3de1b786_2026-11-27/stopping/e2e.json \\
         --out benchmarks/results/h100_defaults_tradeoff.json --plot docs/images/h100-defaults-tradeoff.png
 """
 
@@ -37,10 +39,10 @@ from diode_backend.offline.plots import regret_ticks
 from diode_backend.offline.train import inference_hardware
 from diode_backend.offline.tradeoff import (
     SELECTION_RULE,
+    CompiledGraph,
     SimulatedProblem,
     choose_defaults,
     fit_compile_cost,
-    runtime_ranking,
     simulate_grid,
     simulated_problem,
 )
@@ -66,42 +68,59 @@ def simulated(problems, scorer, hardware) -> list[SimulatedProblem]:
     return [simulated_problem(scorer, p, hardware_of(p)) for p in problems]
 
 
-def cost_rows(e2e: dict, scorer, hardware) -> dict[str, list[tuple[int, int, float]]]:
-    """``(compiled, measured, seconds)`` per compile of the end-to-end run, by mode: a DIODE
-    decision compiles its non-ATen kept candidates (for a top-k, ranked again over Inductor's
-    EXHAUSTIVE list); max-autotune DEFAULT compiles its DEFAULT list's."""
-    rows: dict[str, list[tuple[int, int, float]]] = {"diode": [], "max_autotune_default": [], "no_autotune": []}
+def compiled_graphs(e2e: dict, path: Path, problems: dict[str, GemmProblem], hardware) -> dict[str, list[CompiledGraph]]:
+    """Each timed compile of the end-to-end run, by what compiled it: ``diode`` (every DIODE mode
+    that measures when the scheduler asks, as the runtime does where Inductor defers), per GEMM
+    its decision's Triton kernels compiled (a measured set's non-ATen candidates, or a Triton pick
+    alone) and candidates measured; ``max_autotune_default``, per GEMM its DEFAULT list's;
+    ``no_autotune``."""
+    compiles: dict[str, list[CompiledGraph]] = {"diode": [], "max_autotune_default": [], "no_autotune": []}
     for row in e2e["rows"]:
-        problem = GemmProblem(**row["problem"])
+        members = row.get("members", [row["describe"]])
         for mode, figures in row["modes"].items():
+            options = e2e["modes"].get(mode, {})
+            deferred = options.get("max_autotune_gemm_backends") == "DIODE" and options.get("benchmark_epilogue_fusion", True)
             if "compile_s" not in figures:
                 continue
-            seconds = figures["compile_s"]
             if mode == "no_autotune":
-                rows[mode].append((0, 1, seconds))
+                gemms = [(0, 1)] * len(members)
             elif mode == "max_autotune_default":
-                listed = registry.candidate_configs(problem, hardware, "DEFAULT") or []
-                rows[mode].append((sum(c.kind != KIND_ATEN for c in listed), len(listed), seconds))
+                listed = [registry.candidate_configs(problems[m], hardware, "DEFAULT") or [] for m in members]
+                gemms = [(sum(c.kind != KIND_ATEN for c in configs), len(configs)) for configs in listed]
+            elif deferred:
+                gemms = [decision_terms(d, path) for d in figures["diode"].get("decisions") or [figures["diode"]["decision"]]]
             else:
-                decision = figures["diode"]["decision"]
-                kept = decision["kept"]
-                if kept == 1:
-                    compiled = int(not decision["pick"].startswith(f"{KIND_ATEN}::"))
-                else:
-                    configs, ranking = runtime_ranking(scorer, problem, hardware)
-                    compiled = sum(configs[i].kind != KIND_ATEN for i in ranking.order[:kept])
-                rows["diode"].append((compiled, kept, seconds))
-    return rows
+                continue
+            compiles["diode" if deferred else mode].append(CompiledGraph(row["describe"], tuple(gemms), figures["compile_s"]))
+    return compiles
 
 
-def totals(rows: list[tuple[int, int, float]], cost) -> dict:
-    """Measured and predicted total seconds of ``rows``, with the median number compiled."""
+def decision_terms(decision: dict, path: Path) -> tuple[int, int]:
+    """A DIODE decision's ``(compiled, measured)``: its Triton pick alone, or its measured set."""
+    if decision["kept"] == 1:
+        return int(not decision["pick"].startswith(f"{KIND_ATEN}::")), 1
+    if "measured_us" not in decision:
+        raise SystemExit(f"{path}: a measured decision without measured_us; give a run of e2e_validation that records it")
+    measured = decision["measured_us"]
+    return sum(not name.startswith(f"{KIND_ATEN}::") for name in measured), len(measured)
+
+
+def totals(compiles: list[CompiledGraph], cost) -> dict:
+    """Measured and predicted total seconds of ``compiles``, with their GEMMs and the median
+    number of Triton kernels a GEMM compiled."""
     return {
-        "rows": len(rows),
-        "compiled_median": statistics.median(c for c, _, _ in rows),
-        "measured_total_s": sum(s for _, _, s in rows),
-        "predicted_total_s": sum(cost.seconds(c, m) for c, m, _ in rows),
+        "compiles": len(compiles),
+        "gemms": sum(len(c.gemms) for c in compiles),
+        "compiled_median": statistics.median(g[0] for c in compiles for g in c.gemms),
+        "measured_total_s": sum(c.seconds for c in compiles),
+        "predicted_total_s": sum(cost.seconds(*g) for c in compiles for g in c.gemms),
     }
+
+
+def per_gemm_s(compiles: list[CompiledGraph]) -> float | None:
+    """Compile seconds per GEMM over ``compiles``, None when there are none."""
+    gemms = sum(len(c.gemms) for c in compiles)
+    return sum(c.seconds for c in compiles) / gemms if gemms else None
 
 
 def sha256(path: Path) -> str:
@@ -112,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="+", type=Path, help="the timed dataset (every candidate of a problem measured)")
     parser.add_argument("--model", default="trained_models/nvidia-h100-gemm", help="a model name or folder (default: the shipped H100 model)")
-    parser.add_argument("--e2e", type=Path, required=True, help="an end-to-end results JSON with diode_pick and diode_fast rows")
+    parser.add_argument("--e2e", type=Path, required=True,
+                        help="an end-to-end results JSON of graphs compiled under DIODE's single pick and measured sets of several sizes")
     parser.add_argument("--out", type=Path, required=True, help="results JSON to write")
     parser.add_argument("--plot", type=Path, help="PNG to write (needs matplotlib)")
     args = parser.parse_args(argv)
@@ -130,19 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     held_out = of_families(dataset.problems, training["holdout_families"])
 
     e2e = json.loads(args.e2e.read_text())
-    rows = cost_rows(e2e, scorer, hardware)
-    cost, fit = fit_compile_cost(rows["diode"])
-    groups = {
-        "aten_alone": lambda c, m: c == 0 and m == 1,
-        "compiled_alone": lambda c, m: c > 0 and m == 1,
-        "measured": lambda c, m: m > 1,
-    }
-    fit["by_group"] = {name: totals([r for r in rows["diode"] if rule(*r[:2])], cost) for name, rule in groups.items()}
-    check = totals(rows["max_autotune_default"], cost)
-    default_rows = rows["max_autotune_default"]
+    problems = {p.problem.describe(): p.problem for p in dataset.problems}
+    compiles = compiled_graphs(e2e, args.e2e, problems, hardware)
+    try:
+        cost, fit = fit_compile_cost(compiles["diode"])
+    except ValueError as err:
+        raise SystemExit(f"--e2e {args.e2e}: {err}") from None
+    check = totals(compiles["max_autotune_default"], cost) if compiles["max_autotune_default"] else None
     reference = {
-        "no_autotune_mean_s": statistics.fmean(s for _, _, s in rows["no_autotune"]),
-        "max_autotune_default_mean_s": statistics.fmean(s for _, _, s in default_rows),
+        "no_autotune_mean_s": per_gemm_s(compiles["no_autotune"]),
+        "max_autotune_default_mean_s": per_gemm_s(compiles["max_autotune_default"]),
         "rows": len(e2e["rows"]),
     }
 
@@ -172,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             "held_out": {"names": training["holdout_families"], "problems": len(held_out)},
         },
         "compile_cost": {
-            "constants_s": dict(zip(("base", "compile", "timing"), cost.constants())),
+            "constants_s": dict(zip(("base", "alone", "measure", "candidate"), cost.constants())),
             "fit": fit,
             "max_autotune_default_check": check,
             "reference": reference,
@@ -237,8 +254,10 @@ def plot(result: dict, grids: dict[str, list[dict]], path: Path, settings: list[
             mark = chosen[name]
             ax.plot([mark["compile_s_mean"]], [mark[figure_name]], marker="*", markersize=14, color="black", linestyle="none",
                     label=f"chosen: threshold {chosen['threshold']:g}")  # fmt: skip
-            ax.axvline(reference["no_autotune_mean_s"], color="grey", linestyle=":", label="no autotuning (e2e)")
-            ax.axvline(0.1 * reference["max_autotune_default_mean_s"], color="grey", linestyle="--", label="0.1x max-autotune DEFAULT (e2e)")
+            if reference["no_autotune_mean_s"] is not None:
+                ax.axvline(reference["no_autotune_mean_s"], color="grey", linestyle=":", label="no autotuning (e2e)")
+            if reference["max_autotune_default_mean_s"] is not None:
+                ax.axvline(0.1 * reference["max_autotune_default_mean_s"], color="grey", linestyle="--", label="0.1x max-autotune DEFAULT (e2e)")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ticks = regret_ticks(max(r[figure_name] for r in points))

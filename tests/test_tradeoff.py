@@ -12,6 +12,7 @@ from diode_backend import registry
 from diode_backend.offline.dataset import ProblemTimings
 from diode_backend.offline.tradeoff import (
     CompileCost,
+    CompiledGraph,
     SimulatedProblem,
     choose_defaults,
     fit_compile_cost,
@@ -24,7 +25,7 @@ from diode_backend.policy import Ranking
 from diode_backend.problem import GemmProblem, KernelConfig
 from diode_backend.scorer import Prediction
 
-COST = CompileCost(base_s=0.2, compile_s=0.4, timing_s=0.3)
+COST = CompileCost(base_s=0.2, alone_s=0.4, measure_s=0.3, candidate_s=0.05)
 
 
 def problem(predicted, measured, aten, confidence=None) -> SimulatedProblem:
@@ -51,21 +52,42 @@ def test_the_simulation_measures_what_the_runtimes_rule_measures():
     assert measured_candidates(aten_first, top_k=1, ratio=1.0) == (0, 1, 2)  # every ATen call and the best Triton one come too
 
 
-def test_parallel_compiles_cost_one_and_each_timed_candidate_adds():
+def test_a_gemm_costs_its_base_then_a_lone_kernel_or_a_measurement_and_its_triton_candidates():
     assert COST.seconds(0, 1) == pytest.approx(0.2)  # ATen alone
     assert COST.seconds(1, 1) == pytest.approx(0.6)  # one Triton kernel, nothing timed
-    assert COST.seconds(3, 4) == pytest.approx(0.2 + 0.4 + 4 * 0.3)
-    assert COST.seconds(0, 2) == pytest.approx(0.2 + 2 * 0.3)  # two ATen calls timed
+    assert COST.seconds(3, 4) == pytest.approx(0.2 + 0.3 + 3 * 0.05)
+    assert COST.seconds(0, 2) == pytest.approx(0.2 + 0.3)  # two ATen calls timed: no compile round of candidates
 
 
-def test_the_fit_recovers_the_constants_and_reports_its_error():
-    rows = [(c, m, COST.seconds(c, m)) for c, m in ((0, 1), (1, 1), (3, 5), (4, 5), (2, 3))]
-    fitted, fit = fit_compile_cost(rows)
+# each graph under four settings: a single pick of every GEMM, then measured sets of three sizes
+SETTINGS = {
+    "pick": [(1, 1), (0, 1), (1, 1)],
+    "one": [(1, 3), (0, 1), (1, 2)],
+    "three": [(3, 5), (0, 1), (2, 4)],
+    "seven": [(5, 7), (0, 2), (6, 8)],
+}
+
+
+def graphs(cost: CompileCost, offsets: dict[str, float]) -> list[CompiledGraph]:
+    """Every setting's compile of each graph, ``offsets[graph]`` seconds added to each: what a
+    graph costs every setting alike (its size, its shapes)."""
+    return [
+        CompiledGraph(name, tuple(gemms), sum(cost.seconds(c, m) for c, m in gemms) + offset)
+        for name, offset in offsets.items() for gemms in SETTINGS.values()
+    ]  # fmt: skip
+
+
+def test_the_fit_recovers_the_constants_within_graphs_and_keeps_the_total():
+    fitted, fit = fit_compile_cost(graphs(COST, {"a": 0.0, "b": 0.0}))
     assert fitted.constants() == pytest.approx(COST.constants())
-    assert fit["relative_error_worst"] == pytest.approx(0.0, abs=1e-9)
-    noisy, fit = fit_compile_cost([(c, m, s * f) for (c, m, s), f in zip(rows, (1.1, 0.9, 1.0, 1.2, 0.8))])
-    assert fit["relative_error_worst"] > 0.05
-    assert fit["total_over_measured"] == pytest.approx(1.0)  # least squares keeps the total
+    assert fit["relative_error_worst"] == pytest.approx(0.0, abs=1e-9) and fit["graphs"] == 2
+    # a graph dearer for every setting moves the base alone, not what tells settings apart
+    shifted, fit = fit_compile_cost(graphs(COST, {"a": 0.0, "b": 3.0}))
+    assert shifted.constants()[1:] == pytest.approx(COST.constants()[1:])
+    assert shifted.base_s == pytest.approx(COST.base_s + 3.0 / 6)  # b's 3 s spread over a's and b's 6 GEMMs
+    assert fit["total_over_measured"] == pytest.approx(1.0) and fit["relative_error_worst"] > 0.05
+    with pytest.raises(ValueError, match="do not tell the constants apart"):  # measured sets of one size only
+        fit_compile_cost([c for c in graphs(COST, {"a": 0.0}) if c.gemms in (tuple(SETTINGS["pick"]), tuple(SETTINGS["three"]))])
 
 
 def test_the_threshold_switches_between_the_pick_and_the_measured_set():

@@ -6,8 +6,9 @@ its predicted best alone and the problem runs at that candidate's measured time;
 measures its measured set (:func:`~diode_backend.policy.measured_set`, the runtime's rule) and
 the problem runs at the fastest measured time in it. Measurement is taken as exact: the simulated
 timer always finds the set's true winner. Compile time comes from :class:`CompileCost`, a linear
-model fitted to end-to-end compile times (:func:`fit_compile_cost`). :func:`choose_defaults`
-applies a selection rule to the grid.
+model of what a GEMM adds to its graph's compile, fitted to end-to-end compiles of graphs under
+several settings (:func:`fit_compile_cost`). :func:`choose_defaults` applies a selection rule
+to the grid.
 
 The confidence that decides is the run-time one (:attr:`SimulatedProblem.confidence`, from
 :func:`runtime_ranking`): the model's over Inductor's whole candidate list for the problem, as
@@ -84,43 +85,87 @@ def measured_candidates(problem: SimulatedProblem, top_k: int, ratio: float) -> 
 
 @dataclass(frozen=True)
 class CompileCost:
-    """Seconds to compile one GEMM with DIODE, as a linear model of what it compiles and times.
+    """Seconds a GEMM adds to the compile of the graph that holds it under DIODE, as a linear
+    model of what DIODE does with it (:func:`cost_terms`).
 
-    ``base_s``: a library (ATen) kernel alone (tracing, lowering, ranking, code generation).
-    ``compile_s``: compiled (Triton) kernels, built in parallel (Inductor's precompilation, a
-    worker per core), so any number of them up to the workers costs the wall time of one.
-    ``timing_s``: each candidate measured when more than one is (its benchmark and its share of
-    the benchmarking setup); a single pick times nothing."""
+    ``base_s``: any GEMM (tracing, lowering, ranking, code generation: an ATen call alone costs
+    this). ``alone_s``: a Triton kernel compiled alone, unmeasured (the graph's own compile of
+    it). ``measure_s``: a GEMM DIODE measures: the graph waits for a round of candidate compiles
+    before its own compile, and times the candidates. ``candidate_s``: each Triton candidate
+    measured (its code, its share of the compile workers). A graph's compiles run in parallel
+    across its GEMMs, so the constants hold for graphs like those they were fitted on."""
 
     base_s: float
-    compile_s: float
-    timing_s: float
+    alone_s: float
+    measure_s: float
+    candidate_s: float
 
     def seconds(self, compiled: int, measured: int) -> float:
-        """The compile time of a GEMM that compiles ``compiled`` kernels and measures ``measured``
-        candidates (1: a single pick, nothing timed)."""
+        """The seconds a GEMM adds that compiles ``compiled`` Triton kernels and measures
+        ``measured`` candidates (1: a single pick, nothing timed)."""
         return sum(c * x for c, x in zip(self.constants(), cost_terms(compiled, measured)))
 
     def constants(self) -> tuple[float, ...]:
-        return (self.base_s, self.compile_s, self.timing_s)
+        return (self.base_s, self.alone_s, self.measure_s, self.candidate_s)
 
 
 def cost_terms(compiled: int, measured: int) -> tuple[float, ...]:
     """The regressors of :class:`CompileCost`, in the order of its constants."""
-    return (1.0, float(compiled > 0), float(measured if measured > 1 else 0))
+    measuring = measured > 1
+    return (1.0, float(compiled > 0 and not measuring), float(measuring), float(compiled if measuring else 0))
 
 
-def fit_compile_cost(rows: Sequence[tuple[int, int, float]]) -> tuple[CompileCost, dict[str, float]]:
-    """Fit :class:`CompileCost` to ``(compiled, measured, seconds)`` rows by least squares (so its
-    total over the rows is theirs: totals are what the grid compares); returns it and the fit's
-    relative errors per row (median, 90th percentile and worst of ``|predicted / measured - 1|``)."""
-    terms = torch.tensor([cost_terms(c, m) for c, m, _ in rows], dtype=torch.float64)
-    seconds = torch.tensor([s for _, _, s in rows], dtype=torch.float64)
-    cost = CompileCost(*torch.linalg.lstsq(terms, seconds[:, None]).solution.squeeze(1).tolist())
-    predicted = torch.tensor([cost.seconds(c, m) for c, m, _ in rows], dtype=torch.float64)
+@dataclass(frozen=True)
+class CompiledGraph:
+    """One timed compile of a graph: per GEMM ``(compiled, measured)`` as :meth:`CompileCost.seconds`
+    takes them, and the compile's seconds. ``graph`` names the graph, the same for each setting
+    it was compiled under."""
+
+    graph: str
+    gemms: tuple[tuple[int, int], ...]
+    seconds: float
+
+    def terms(self) -> list[float]:
+        return [sum(column) for column in zip(*(cost_terms(c, m) for c, m in self.gemms))]
+
+
+def fit_compile_cost(compiles: Sequence[CompiledGraph]) -> tuple[CompileCost, dict[str, float]]:
+    """Fit :class:`CompileCost` to timed compiles of graphs, each graph compiled under several
+    settings: the constants that tell settings apart (``alone_s``, ``measure_s``,
+    ``candidate_s``) by least squares within each graph (its compiles less their mean, so what
+    a graph costs every setting alike, its size and shapes, does not count), then ``base_s`` so
+    that the model's total over the compiles is theirs (totals are what the grid compares).
+    Returns it and the fit's relative errors per compile (median, 90th percentile and worst of
+    ``|predicted / measured - 1|``).
+
+    :raises ValueError: when the settings a graph was compiled under do not tell the constants
+        apart (each needs compiles that differ in it: single picks, and measured sets of two
+        sizes at least).
+    """
+    terms = torch.tensor([c.terms() for c in compiles], dtype=torch.float64)
+    seconds = torch.tensor([c.seconds for c in compiles], dtype=torch.float64)
+    names = sorted({c.graph for c in compiles})
+    graph = torch.tensor([names.index(c.graph) for c in compiles])
+    counts = torch.zeros(len(names), dtype=torch.float64).index_add_(0, graph, torch.ones(len(compiles), dtype=torch.float64))
+
+    def within(values: torch.Tensor) -> torch.Tensor:  # each compile less its graph's mean
+        sums = torch.zeros((len(names), *values.shape[1:]), dtype=torch.float64).index_add_(0, graph, values)
+        return values - (sums / counts.reshape(-1, *[1] * (values.dim() - 1)))[graph]
+
+    differing = within(terms[:, 1:])
+    if int(torch.linalg.matrix_rank(differing)) < differing.shape[1]:
+        raise ValueError(
+            "the settings each graph was compiled under do not tell the constants apart: compile each "
+            "under single picks and under measured sets of two sizes at least"
+        )
+    marginal = torch.linalg.lstsq(differing, within(seconds)[:, None]).solution.squeeze(1)
+    base = float((seconds.sum() - (terms[:, 1:] @ marginal).sum()) / terms[:, 0].sum())
+    cost = CompileCost(base, *marginal.tolist())
+    predicted = terms @ torch.tensor(cost.constants(), dtype=torch.float64)
     error = (predicted / seconds - 1).abs()
     return cost, {
-        "rows": len(rows),
+        "compiles": len(compiles),
+        "graphs": len(names),
         "relative_error_median": float(error.median()),
         "relative_error_p90": float(torch.quantile(error, 0.9)),
         "relative_error_worst": float(error.max()),
