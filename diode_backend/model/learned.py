@@ -24,7 +24,7 @@ from .novelty import familiarity, nearest_distance
 #: The intra-op threads a ranking runs on. A ranking takes milliseconds on one core, and DIODE
 #: ranks a graph's later GEMMs while Inductor's compile workers, a process per core, compile the
 #: candidates it started for the earlier ones: an operation split over every core then waits
-#: for threads the workers keep off them (``benchmarks/inference_latency.py --busy``).
+#: for threads the workers keep off them (``benchmarks/cold_profile_probe.py --inference-threads``).
 INFERENCE_THREADS = 1
 
 
