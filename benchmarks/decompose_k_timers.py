@@ -25,7 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation as e2e  # noqa: E402
-from diode_backend.inductor import benchmarked_choices, compat, measure  # noqa: E402
+from diode_backend.inductor import compat, measure  # noqa: E402
 from diode_backend.offline.collect.environment import environment  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
 from diode_backend.timing import GraphTimer, Timer, TimingMethod  # noqa: E402
@@ -44,10 +44,11 @@ def medians(timer, launches) -> list[float]:
 
 
 def measure_and_compare(original):
-    """``measure_choices`` that prints its times beside both timers' on the same launches."""
+    """``PendingMeasurement.finish`` that prints its times beside both timers' on the same launches."""
 
-    def wrapped(choices, input_nodes, layout, input_gen_fns):
-        measurement = original(choices, input_nodes, layout, input_gen_fns)
+    def wrapped(pending, input_nodes, layout, input_gen_fns):
+        measurement = original(pending, input_nodes, layout, input_gen_fns)
+        choices = pending.choices
         with measure._on_device(layout.device):
             inputs = compat.benchmark_inputs(list(choices), input_nodes, layout, input_gen_fns)
             launches = [compat.run_callable(choice, inputs)[0] for choice in choices]
@@ -70,7 +71,7 @@ def main() -> None:
 
     config.force_disable_caches = True
     print(json.dumps(environment(torch.cuda.current_device()), default=str))
-    benchmarked_choices.measure_choices = measure_and_compare(measure.measure_choices)
+    measure.PendingMeasurement.finish = measure_and_compare(measure.PendingMeasurement.finish)
     side = torch.cuda.Stream()
     for spec in PROBLEMS:
         problem = GemmProblem(**spec)

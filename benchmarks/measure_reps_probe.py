@@ -15,7 +15,7 @@ from dataclasses import replace
 sys.path.insert(0, "benchmarks")
 import torch
 import e2e_validation as e
-from diode_backend.inductor import benchmarked_choices, measure
+from diode_backend.inductor import measure
 from diode_backend.problem import GemmProblem
 from diode_backend.timing import Timer, TimingMethod
 from torch._inductor import config
@@ -28,16 +28,16 @@ lost = [r for r in rows if r["modes"]["diode_fast"]["runtime_us"] > 1.05 * r["mo
 timer = Timer(TimingMethod(**e.TIMING))
 methods = {"diode_fast": measure.METHOD, "diode_fast_e2e_reps": replace(measure.METHOD, **e.TIMING)}
 timed_by_diode: list = []
-real_measure = benchmarked_choices.measure_choices
+real_finish = measure.PendingMeasurement.finish
 
 
-def recording_measure(choices, *args):
-    measurement = real_measure(choices, *args)
-    timed_by_diode.append(sorted((round(t, 2), str(getattr(c, "description", c))[:90]) for c, t in zip(choices, measurement.times_us)))
+def recording_finish(pending, *args):
+    measurement = real_finish(pending, *args)
+    timed_by_diode.append(sorted((round(t, 2), str(getattr(c, "description", c))[:90]) for c, t in zip(pending.choices, measurement.times_us)))
     return measurement
 
 
-benchmarked_choices.measure_choices = recording_measure
+measure.PendingMeasurement.finish = recording_finish  # every DIODE measurement, at lowering or deferred, ends here
 
 
 def compile_with(method, fn, args, options):

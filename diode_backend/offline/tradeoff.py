@@ -148,9 +148,9 @@ def fit_compile_cost(compiles: Sequence[CompiledGraph]) -> tuple[CompileCost, di
     graph = torch.tensor([names.index(c.graph) for c in compiles])
     counts = torch.zeros(len(names), dtype=torch.float64).index_add_(0, graph, torch.ones(len(compiles), dtype=torch.float64))
 
-    def within(values: torch.Tensor) -> torch.Tensor:  # each compile less its graph's mean
-        sums = torch.zeros((len(names), *values.shape[1:]), dtype=torch.float64).index_add_(0, graph, values)
-        return values - (sums / counts.reshape(-1, *[1] * (values.dim() - 1)))[graph]
+    def within(values: torch.Tensor) -> torch.Tensor:  # [compiles, k]: each compile less its graph's mean
+        sums = torch.zeros(len(names), values.shape[1], dtype=torch.float64).index_add_(0, graph, values)
+        return values - (sums / counts[:, None])[graph]
 
     differing = within(terms[:, 1:])
     if int(torch.linalg.matrix_rank(differing)) < differing.shape[1]:
@@ -158,7 +158,7 @@ def fit_compile_cost(compiles: Sequence[CompiledGraph]) -> tuple[CompileCost, di
             "the settings each graph was compiled under do not tell the constants apart: compile each "
             "under single picks and under measured sets of two sizes at least"
         )
-    marginal = torch.linalg.lstsq(differing, within(seconds)[:, None]).solution.squeeze(1)
+    marginal = torch.linalg.lstsq(differing, within(seconds[:, None])).solution.squeeze(1)
     base = float((seconds.sum() - (terms[:, 1:] @ marginal).sum()) / terms[:, 0].sum())
     cost = CompileCost(base, *marginal.tolist())
     predicted = terms @ torch.tensor(cost.constants(), dtype=torch.float64)
