@@ -1,0 +1,176 @@
+"""What each Triton tile costs to compile as a GEMM's kernel, per precision, on this GPU (GPU).
+
+    OUT=DIR python benchmarks/compile_time_table.py [--top N] [--processes P]
+    # DIR/compile_time_table.json
+
+Large TF32 tiles took seconds to compile where others took half a second
+(``benchmarks/results/h100_compile_outliers_2026-11-27.md``), read from the single picks of
+end-to-end runs; this times the tiles themselves. For each problem (:data:`PROBLEMS`: the same
+GEMMs in bfloat16, float32 and float32 with TF32), the tiles are DIODE's first ``--top`` Triton
+candidates by the shipped model (as it ranks them at compile time) and Inductor's DEFAULT list.
+Each tile is compiled as the GEMM's only kernel: stored as DIODE's measured decision in a fresh
+prediction cache (as ``e2e_validation``'s ``best_known`` mode), then the GEMM compiled under
+that mode's options with Inductor's caches off and its kernels compiled in the process
+(``compile_threads`` 1), so the wall time is the tile's own compile. Its cost is that less the
+median of three compiles of the same GEMM with no autotuning in the same process. ``--processes``
+worker processes share the jobs (every P-th of each problem's list), each with its own Triton
+cache: run fewer than the cores, as each compile holds one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from diode_backend.problem import GemmProblem, KernelConfig  # noqa: E402
+
+#: A large and a small prefill projection and an attention bmm, each in bfloat16, float32 and
+#: float32 allowing TF32.
+PROBLEMS = tuple(
+    GemmProblem(op, m, n, k, batch=batch, dtype=dtype, b_layout=b_layout, bias=bias, allow_tf32=tf32)
+    for op, batch, m, n, k, b_layout, bias in (
+        ("addmm", 1, 3992, 768, 768, "col", "row"),
+        ("addmm", 1, 249, 3072, 768, "col", "row"),
+        ("bmm", 384, 197, 64, 197, "row", "none"),
+    )
+    for dtype, tf32 in (("bfloat16", False), ("float32", False), ("float32", True))
+)
+
+
+def tiles_of(problem: GemmProblem, hardware, scorer, top: int) -> list[KernelConfig]:
+    """DIODE's first ``top`` Triton candidates for ``problem`` (as it ranks them at compile
+    time), then Inductor's DEFAULT Triton list, each once."""
+    from diode_backend.inductor.configs import candidate_space
+    from diode_backend.offline.tradeoff import runtime_ranking
+
+    configs, ranking = runtime_ranking(scorer, problem, hardware)
+    ranked = [configs[i] for i in ranking.order if configs[i].kind == "triton"][:top]
+    default = [c for c in candidate_space(problem, hardware, "DEFAULT") if c.kind == "triton"]
+    return list(dict.fromkeys([*ranked, *default]))
+
+
+def plan(problems: list[GemmProblem], hardware, scorer, top: int, processes: int) -> list[list[dict]]:
+    """The jobs (a problem and a tile, as dicts) of each worker: every ``processes``-th tile of
+    each problem, so each worker compiles every problem's baseline and a share of its tiles."""
+    shares: list[list[dict]] = [[] for _ in range(processes)]
+    for problem in problems:
+        for i, tile in enumerate(tiles_of(problem, hardware, scorer, top)):
+            shares[i % processes].append({"problem": problem.to_dict(), "tile": tile.to_dict()})
+    return [share for share in shares if share]
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Per ``precision/output block`` (``compile_outliers``'s classes): tiles compiled as
+    stored, and their median and worst cost (seconds)."""
+    from compile_outliers import precision, tile_class
+
+    groups: dict[str, list[float]] = {}
+    for row in rows:
+        if row["applied"]:
+            groups.setdefault(f"{precision(row['problem'])}/{tile_class(row['tile'])}", []).append(row["cost_s"])
+    return {k: {"tiles": len(v), "median_s": statistics.median(v), "max_s": max(v)} for k, v in sorted(groups.items())}
+
+
+def work(todo: list[dict], out: Path) -> None:
+    """Compile each job of ``todo`` on this process's GPU, writing the rows to ``out`` after each."""
+    import torch
+    from torch._inductor import config
+
+    import e2e_validation as e2e
+    from diode_backend import measured, registry
+
+    config.force_disable_caches = True
+    config.compile_threads = 1
+    hardware = registry.detect_hardware("cuda")
+    baselines: dict[str, float] = {}
+    rows: list[dict] = []
+    for job in todo:
+        problem, tile = GemmProblem.from_dict(job["problem"]), KernelConfig.from_dict(job["tile"])
+        text = problem.describe()
+        e2e.set_tf32(problem)
+        fn, args = e2e.make_case(problem)
+        if text not in baselines:
+            plain = []
+            for _ in range(3):
+                torch._dynamo.reset()
+                plain.append(e2e.compile_mode(fn, args, {})[0]["compile_s"])
+            baselines[text] = statistics.median(plain)
+        os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-table-diode-")
+        measured.remember(measured.MeasuredDecision(problem, hardware, (tile,), (1.0,), e2e.space_of(e2e.BEST_KNOWN)))
+        torch._dynamo.reset()
+        figures, _ = e2e.compile_mode(fn, args, e2e.mode_options(e2e.BEST_KNOWN))
+        decision = figures["diode"]["decision"] or {}
+        rows.append({
+            "problem": text,
+            "tile": tile.describe(),
+            "compile_s": figures["compile_s"],
+            "no_autotune_s": baselines[text],
+            "cost_s": figures["compile_s"] - baselines[text],
+            "applied": figures["diode"]["measured_decision_hits"] >= 1 and decision.get("pick") == tile.describe(),
+        })  # fmt: skip
+        out.write_text(json.dumps(rows))
+        print(f"{len(rows)}/{len(todo)} {text} {tile.describe()} {rows[-1]['cost_s']:.2f} s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--top", type=int, default=24, help="DIODE's first N Triton candidates per problem (default 24)")
+    parser.add_argument("--processes", type=int, default=8, help="worker processes (default 8)")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")), help="folder for compile_time_table.json")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # a worker's jobs (JSON)
+    args = parser.parse_args(argv)
+    if args.worker:
+        work(json.loads(args.worker.read_text()), args.worker.with_suffix(".rows.json"))
+        return 0
+    if args.top < 0 or args.processes < 1:
+        parser.error("--top takes 0 or more, --processes 1 or more")
+    import torch
+    import triton
+
+    from diode_backend import catalog, registry
+
+    hardware = registry.detect_hardware("cuda")
+    scorer = registry.load_scorer(catalog.pick_entry(hardware))
+    shares = plan(list(PROBLEMS), hardware, scorer, args.top, args.processes)
+    folder = Path(tempfile.mkdtemp(prefix="compile-table-"))
+    started = time.monotonic()
+    workers = []
+    for i, share in enumerate(shares):
+        (folder / f"w{i}.json").write_text(json.dumps(share))
+        env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix=f"compile-table-triton-{i}-")}
+        log = open(args.out / f"compile_time_table.w{i}.log", "w")
+        command = [sys.executable, __file__, "--worker", str(folder / f"w{i}.json")]
+        workers.append((subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    codes = [process.wait() for process, log in workers]
+    rows = [row for i in range(len(shares)) if (folder / f"w{i}.rows.json").is_file()
+            for row in json.loads((folder / f"w{i}.rows.json").read_text())]  # fmt: skip
+    result = {
+        "benchmark": "compile_time_table",
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "top": args.top,
+        "processes": len(shares),
+        "worker_exit_codes": codes,
+        "elapsed_s": time.monotonic() - started,
+        "jobs": sum(len(share) for share in shares),
+        "summary": summarize(rows),
+        "rows": rows,
+    }
+    (args.out / "compile_time_table.json").write_text(json.dumps(result, indent=1) + "\n")
+    for key, row in result["summary"].items():
+        print(f"{key:16s} {row['tiles']:3d} tiles  median {row['median_s']:.2f} s  max {row['max_s']:.2f} s")
+    return 0 if not any(codes) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
