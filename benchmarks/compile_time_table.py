@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     hardware = registry.detect_hardware("cuda")
     scorer = registry.load_scorer(catalog.pick_entry(hardware))
     shares = plan(list(PROBLEMS), hardware, scorer, args.top, args.processes)
+    args.out.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="compile-table-"))
     started = time.monotonic()
     workers = []
