@@ -239,7 +239,9 @@ def test_a_version_2_hit_model_gives_the_confidence_it_gave_before_version_3(tmp
         (GemmProblem("bmm", 197, 197, 64, batch=96, dtype="float16"), 0.5169890788368005),
         (GemmProblem("bmm", 1024, 1024, 128, batch=8, dtype="bfloat16"), 0.3540363949033639),
     ):
-        assert scorer.predict(problem, CONFIGS, h100).confidence == pytest.approx(confidence, rel=1e-9)
+        # float32 rounding: the network's sums differ in their last bits between CPUs (MKL picks
+        # its kernels by instruction set); a changed signal or weight moves the confidence far more
+        assert scorer.predict(problem, CONFIGS, h100).confidence == pytest.approx(confidence, rel=1e-6)
 
 
 @pytest.mark.parametrize(
