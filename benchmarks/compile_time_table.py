@@ -80,8 +80,9 @@ def summarize(rows: list[dict]) -> dict:
     return {k: {"tiles": len(v), "median_s": statistics.median(v), "max_s": max(v)} for k, v in sorted(groups.items())}
 
 
-def work(todo: list[dict], out: Path) -> None:
-    """Compile each job of ``todo`` on this process's GPU, writing the rows to ``out`` after each."""
+def work(todo: list[dict], out: Path, device: str = "cuda") -> None:
+    """Compile each job of ``todo`` on ``device`` (this process's GPU), writing the rows to
+    ``out`` after each."""
     import torch
     from torch._inductor import config
 
@@ -90,14 +91,14 @@ def work(todo: list[dict], out: Path) -> None:
 
     config.force_disable_caches = True
     config.compile_threads = 1
-    hardware = registry.detect_hardware("cuda")
+    hardware = registry.detect_hardware(device)
     baselines: dict[str, float] = {}
     rows: list[dict] = []
     for job in todo:
         problem, tile = GemmProblem.from_dict(job["problem"]), KernelConfig.from_dict(job["tile"])
         text = problem.describe()
         e2e.set_tf32(problem)
-        fn, args = e2e.make_case(problem)
+        fn, args = e2e.make_case(problem, device)
         if text not in baselines:
             plain = []
             for _ in range(3):

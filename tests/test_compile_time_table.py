@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import torch
+
 from diode_backend import catalog, registry
 
 
@@ -33,3 +37,25 @@ def test_the_summary_groups_the_applied_tiles_by_precision_and_block(benchmark_s
         "tf32/big": {"tiles": 2, "median_s": 6.0, "max_s": 9.0},
         "tf32/small": {"tiles": 1, "median_s": 0.4, "max_s": 0.4},
     }
+
+
+def test_a_worker_compiles_each_job_and_writes_its_rows(benchmark_scripts, tmp_path, monkeypatch):
+    """On the CPU, where DIODE has no Triton tile to compile, the stored tile is not applied;
+    what runs is the worker's own path: the baseline, the stored decision, the compile, the rows."""
+    _, table = benchmark_scripts("compile_outliers", "compile_time_table")
+    from torch._inductor import config
+
+    monkeypatch.setattr(config, "force_disable_caches", config.force_disable_caches)
+    monkeypatch.setattr(config, "compile_threads", config.compile_threads)
+    precision = torch.get_float32_matmul_precision()  # the worker sets the problem's
+    problem = table.GemmProblem("mm", 32, 48, 64, dtype="float32")
+    tile = table.KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)
+    out = tmp_path / "rows.json"
+    try:
+        table.work([{"problem": problem.to_dict(), "tile": tile.to_dict()}], out, device="cpu")
+    finally:
+        torch.set_float32_matmul_precision(precision)
+    (row,) = json.loads(out.read_text())
+    assert row["problem"] == problem.describe() and row["tile"] == tile.describe()
+    assert row["compile_s"] > 0 and row["no_autotune_s"] > 0 and row["cost_s"] == row["compile_s"] - row["no_autotune_s"]
+    assert row["applied"] is False
