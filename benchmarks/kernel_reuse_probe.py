@@ -82,7 +82,8 @@ def compare(final: str, benchmarks: list[str]) -> dict:
     return out
 
 
-def cases() -> dict[str, Callable]:
+def cases() -> dict[str, tuple[Callable, tuple]]:
+    """Each case's function and its CUDA inputs."""
     import torch
 
     a = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
