@@ -82,44 +82,53 @@ def summarize(rows: list[dict]) -> dict:
 
 def work(todo: list[dict], out: Path, device: str = "cuda") -> None:
     """Compile each job of ``todo`` on ``device`` (this process's GPU), writing the rows to
-    ``out`` after each."""
-    import torch
+    ``out`` after each. Inductor's caches are off and its kernels compiled in this process for
+    the jobs only (``config.patch``)."""
     from torch._inductor import config
 
-    import e2e_validation as e2e
-    from diode_backend import measured, registry
+    from diode_backend import registry
 
-    config.force_disable_caches = True
-    config.compile_threads = 1
     hardware = registry.detect_hardware(device)
     baselines: dict[str, float] = {}
     rows: list[dict] = []
-    for job in todo:
-        problem, tile = GemmProblem.from_dict(job["problem"]), KernelConfig.from_dict(job["tile"])
-        text = problem.describe()
-        e2e.set_tf32(problem)
-        fn, args = e2e.make_case(problem, device)
-        if text not in baselines:
-            plain = []
-            for _ in range(3):
-                torch._dynamo.reset()
-                plain.append(e2e.compile_mode(fn, args, {})[0]["compile_s"])
-            baselines[text] = statistics.median(plain)
-        os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-table-diode-")
-        measured.remember(measured.MeasuredDecision(problem, hardware, (tile,), (1.0,), e2e.space_of(e2e.BEST_KNOWN)))
-        torch._dynamo.reset()
-        figures, _ = e2e.compile_mode(fn, args, e2e.mode_options(e2e.BEST_KNOWN))
-        decision = figures["diode"]["decision"] or {}
-        rows.append({
-            "problem": text,
-            "tile": tile.describe(),
-            "compile_s": figures["compile_s"],
-            "no_autotune_s": baselines[text],
-            "cost_s": figures["compile_s"] - baselines[text],
-            "applied": figures["diode"]["measured_decision_hits"] >= 1 and decision.get("pick") == tile.describe(),
-        })  # fmt: skip
-        out.write_text(json.dumps(rows))
-        print(f"{len(rows)}/{len(todo)} {text} {tile.describe()} {rows[-1]['cost_s']:.2f} s", flush=True)
+    with config.patch(force_disable_caches=True, compile_threads=1):
+        for job in todo:
+            rows.append(compile_job(job, hardware, baselines, device))
+            out.write_text(json.dumps(rows))
+            print(f"{len(rows)}/{len(todo)} {rows[-1]['problem']} {rows[-1]['tile']} {rows[-1]['cost_s']:.2f} s", flush=True)
+
+
+def compile_job(job: dict, hardware, baselines: dict[str, float], device: str) -> dict:
+    """One job's row. ``baselines`` holds each problem's no-autotuning compile time (the median
+    of three), timed at the problem's first job."""
+    import torch
+
+    import e2e_validation as e2e
+    from diode_backend import measured
+
+    problem, tile = GemmProblem.from_dict(job["problem"]), KernelConfig.from_dict(job["tile"])
+    text = problem.describe()
+    e2e.set_tf32(problem)
+    fn, args = e2e.make_case(problem, device)
+    if text not in baselines:
+        plain = []
+        for _ in range(3):
+            torch._dynamo.reset()
+            plain.append(e2e.compile_mode(fn, args, {})[0]["compile_s"])
+        baselines[text] = statistics.median(plain)
+    os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-table-diode-")
+    measured.remember(measured.MeasuredDecision(problem, hardware, (tile,), (1.0,), e2e.space_of(e2e.BEST_KNOWN)))
+    torch._dynamo.reset()
+    figures, _ = e2e.compile_mode(fn, args, e2e.mode_options(e2e.BEST_KNOWN))
+    decision = figures["diode"]["decision"] or {}
+    return {
+        "problem": text,
+        "tile": tile.describe(),
+        "compile_s": figures["compile_s"],
+        "no_autotune_s": baselines[text],
+        "cost_s": figures["compile_s"] - baselines[text],
+        "applied": figures["diode"]["measured_decision_hits"] >= 1 and decision.get("pick") == tile.describe(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
