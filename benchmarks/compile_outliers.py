@@ -22,6 +22,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from e2e_validation import members_of
+
 TILE = re.compile(r"^triton::\w+ (\d+)x(\d+)x(\d+) s(\d+) w(\d+)")
 
 
@@ -72,7 +74,7 @@ def tf32_share(run: dict) -> dict[str, dict]:
     """Per mode: total compile seconds, and those of graphs holding a TF32 GEMM."""
     out: dict[str, dict] = {}
     for row in run["rows"]:
-        tf32 = any(precision(p.strip()) == "tf32" for p in row["describe"].split(":", 1)[-1].split(";"))
+        tf32 = any(precision(member) == "tf32" for member in members_of(row))
         for mode, result in row["modes"].items():
             if "compile_s" not in result:
                 continue

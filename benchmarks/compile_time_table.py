@@ -86,25 +86,22 @@ def work(todo: list[dict], out: Path, device: str = "cuda") -> None:
     the jobs only (``config.patch``)."""
     from torch._inductor import config
 
-    from diode_backend import registry
-
-    hardware = registry.detect_hardware(device)
     baselines: dict[str, float] = {}
     rows: list[dict] = []
     with config.patch(force_disable_caches=True, compile_threads=1):
         for job in todo:
-            rows.append(compile_job(job, hardware, baselines, device))
+            rows.append(compile_job(job, baselines, device))
             out.write_text(json.dumps(rows))
             print(f"{len(rows)}/{len(todo)} {rows[-1]['problem']} {rows[-1]['tile']} {rows[-1]['cost_s']:.2f} s", flush=True)
 
 
-def compile_job(job: dict, hardware, baselines: dict[str, float], device: str) -> dict:
+def compile_job(job: dict, baselines: dict[str, float], device: str) -> dict:
     """One job's row. ``baselines`` holds each problem's no-autotuning compile time (the median
     of three), timed at the problem's first job."""
     import torch
 
     import e2e_validation as e2e
-    from diode_backend import measured
+    from diode_backend.offline.dataset import ProblemTimings
 
     problem, tile = GemmProblem.from_dict(job["problem"]), KernelConfig.from_dict(job["tile"])
     text = problem.describe()
@@ -117,7 +114,7 @@ def compile_job(job: dict, hardware, baselines: dict[str, float], device: str) -
             plain.append(e2e.compile_mode(fn, args, {})[0]["compile_s"])
         baselines[text] = statistics.median(plain)
     os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-table-diode-")
-    measured.remember(measured.MeasuredDecision(problem, hardware, (tile,), (1.0,), e2e.space_of(e2e.BEST_KNOWN)))
+    e2e.seed_best_known(ProblemTimings(problem, (tile,), (1.0,)), device)  # the tile, stored as measured
     torch._dynamo.reset()
     figures, _ = e2e.compile_mode(fn, args, e2e.mode_options(e2e.BEST_KNOWN))
     decision = figures["diode"]["decision"] or {}

@@ -1,4 +1,6 @@
-"""``benchmarks/compile_time_table.py``: its jobs and summary (the compiles need a GPU)."""
+"""``benchmarks/compile_time_table.py``: its jobs and summary (the compiles need a GPU). Each
+test loads ``e2e_validation`` first, so the scripts' imports of it find the fixture's module,
+which leaves with the test."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from diode_backend import catalog, registry
 
 
 def test_each_problem_gets_diodes_first_tiles_and_inductors_default_list_shared_among_workers(benchmark_scripts):
-    compile_outliers, table = benchmark_scripts("compile_outliers", "compile_time_table")
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
     h100 = catalog.resolve_hardware("h100")
     scorer = registry.load_scorer(catalog.pick_entry(h100))
     problem = table.PROBLEMS[2]  # the large projection, float32 allowing TF32
@@ -25,7 +27,7 @@ def test_each_problem_gets_diodes_first_tiles_and_inductors_default_list_shared_
 
 
 def test_the_summary_groups_the_applied_tiles_by_precision_and_block(benchmark_scripts):
-    _, table = benchmark_scripts("compile_outliers", "compile_time_table")
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
     tf32 = "addmm 3992x768x768 float32 row/col bias=row tf32"
     rows = [
         {"problem": tf32, "tile": "triton::mm 128x256x32 s4 w8 g8", "cost_s": 9.0, "applied": True},
@@ -42,8 +44,7 @@ def test_the_summary_groups_the_applied_tiles_by_precision_and_block(benchmark_s
 def test_a_worker_compiles_each_job_and_writes_its_rows(benchmark_scripts, tmp_path):
     """On the CPU, where DIODE has no Triton tile to compile, the stored tile is not applied;
     what runs is the worker's own path: the baseline, the stored decision, the compile, the rows."""
-    # e2e_validation loaded by the fixture, so the worker's import finds it and it leaves with the test
-    *_, table = benchmark_scripts("compile_outliers", "e2e_validation", "compile_time_table")
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
     precision = torch.get_float32_matmul_precision()  # the worker sets the problem's
     problem = table.GemmProblem("mm", 32, 48, 64, dtype="float32")
     tile = table.KernelConfig("triton", "triton::mm", 32, 32, 32, 2, 4, 8)
