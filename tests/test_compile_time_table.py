@@ -5,10 +5,17 @@ which leaves with the test."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import pytest
 import torch
 
 from diode_backend import catalog, registry
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_each_problem_gets_diodes_first_tiles_and_inductors_default_list_shared_among_workers(benchmark_scripts):
@@ -57,3 +64,46 @@ def test_a_worker_compiles_each_job_and_writes_its_rows(benchmark_scripts, tmp_p
     assert row["problem"] == problem.describe() and row["tile"] == tile.describe()
     assert row["compile_s"] > 0 and row["no_autotune_s"] > 0 and row["cost_s"] == row["compile_s"] - row["no_autotune_s"]
     assert row["applied"] is False
+
+
+def test_the_shipped_compile_table_is_the_fit_of_its_committed_sources(benchmark_scripts):
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
+    from diode_backend.compile_estimate import TABLE
+
+    shipped = json.loads(TABLE.read_text())
+    results = [json.loads((ROOT / source).read_text()) for source in shipped["sources"]]
+    assert table.fit(results, shipped["sources"]) == shipped
+
+
+def test_the_fit_takes_the_mean_of_applied_tiles_by_class_and_area_and_refuses_other_tf32_rules(benchmark_scripts):
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
+    tf32 = "addmm 3992x768x768 float32 row/col bias=row tf32"
+    rows = [{"problem": tf32, "tile": "triton::mm 128x128x32 s3 w4 g8", "cost_s": s, "applied": True} for s in (1.0, 2.0, 6.0)]
+    rows += [
+        {"problem": tf32, "tile": "triton::mm 128x128x64 s3 w4 g8", "cost_s": 90.0, "applied": False},  # not compiled as stored
+        {"problem": tf32, "tile": "triton::mm 32x32x32 s3 w4 g8", "cost_s": 0.5, "applied": True},  # too few of its area
+    ]
+    result = {"device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "triton": "3.6.0", "rows": rows}
+    fitted = table.fit([result], ["run.json"])
+    assert fitted["seconds"] == {"tf32/triton::mm": {"16384": 3.0}}
+    assert fitted["sources"] == ["run.json"] and fitted["torch"] == ["2.11.0+cu130"]
+    with pytest.raises(ValueError, match="run.json: timed on torch 2.13.0"):
+        table.fit([{**result, "torch": "2.13.0"}], ["run.json"])
+
+
+def test_a_worker_past_the_budget_is_stopped_and_one_within_it_gives_its_code(benchmark_scripts):
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
+    started = time.monotonic()
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert table.finish(slow, started, budget_s=0.5) is None and slow.poll() is not None
+    quick = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    assert table.finish(quick, time.monotonic(), budget_s=60) == 3
+    assert table.finish(subprocess.Popen([sys.executable, "-c", "pass"]), started, budget_s=None) == 0
+
+
+def test_problems_from_the_dataset_spread_over_op_and_dtype(benchmark_scripts):
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
+    assert table.problems_to_time(None, "unused") == list(table.PROBLEMS)
+    problems = table.problems_to_time(12, str(ROOT / "trained_models" / "data" / "h100" / "dataset"))
+    assert len(problems) == len(set(problems)) == 12
+    assert len({p.op for p in problems}) >= 3 and len({p.dtype for p in problems}) >= 2
