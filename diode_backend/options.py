@@ -86,6 +86,13 @@ def _ratio(name: str, value: Any) -> float:
     return number
 
 
+def _seconds(name: str, value: Any) -> float:
+    number = _number(value)
+    if number is None or not number > 0.0:
+        raise DiodeOptionError(f"{name}={value!r}: expected a number of seconds > 0 (inf: no bound)")
+    return number
+
+
 def _text(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise DiodeOptionError(f"{name}={value!r}: expected a string ('' picks automatically)")
@@ -99,7 +106,9 @@ def _search_space(name: str, value: Any) -> str:
 
 
 #: The defaults of diode_confidence_threshold, diode_top_k and diode_measure_ratio are the ones
-#: benchmarks/defaults_tradeoff.py selects for the shipped model (docs/models.md says how).
+#: benchmarks/defaults_tradeoff.py selects for the shipped model (docs/models.md says how);
+#: diode_max_compile_s's was chosen end to end on the model's early-stopping families
+#: (docs/decisions.md, "Which tiles DIODE measures").
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "fast_autotune", False, bool,
@@ -139,6 +148,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "When DIODE is not confident it measures the candidates predicted within this ratio "
         "(>= 1.0) of the predicted best time, capped at diode_top_k.",
         _ratio,
+    ),
+    OptionSpec(
+        "diode_max_compile_s", 2.0, float | int,
+        "When DIODE measures, it leaves out Triton candidates it estimates to take longer than "
+        "this many seconds to compile (diode_backend/compile_seconds.json), unless none is under it; "
+        "inf: no bound.",
+        _seconds,
     ),
     OptionSpec(
         "diode_model", "", str,

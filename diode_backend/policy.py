@@ -59,9 +59,11 @@ class Selection:
     fallback: str | None = None
 
 
-def select_candidates(ranking: Ranking, options: DiodeOptions, kinds: Sequence[str]) -> Selection:
-    """Apply the options to a ranking of candidates of the given ``kinds`` (see
-    :func:`measured_set`).
+def select_candidates(
+    ranking: Ranking, options: DiodeOptions, kinds: Sequence[str], compile_s: Sequence[float | None] | None = None
+) -> Selection:
+    """Apply the options to a ranking of candidates of the given ``kinds`` and estimated compile
+    seconds (see :func:`measured_set`).
 
     - no scored candidate: keep everything (nothing to guess with);
     - ``fast_autotune`` and confidence >= threshold, or ``diode_fallback_to_autotune=False``:
@@ -78,7 +80,7 @@ def select_candidates(ranking: Ranking, options: DiodeOptions, kinds: Sequence[s
         return Selection(everything, "no_scored_candidates")
     if keeps_alone(ranking.confidence, options):
         return Selection((ranking.order[0],))
-    return Selection(measured_set(ranking, kinds, options), "low_confidence" if options.fast_autotune else None)
+    return Selection(measured_set(ranking, kinds, options, compile_s), "low_confidence" if options.fast_autotune else None)
 
 
 def keeps_alone(confidence: float | None, options: DiodeOptions) -> bool:
@@ -90,23 +92,31 @@ def keeps_alone(confidence: float | None, options: DiodeOptions) -> bool:
     return options.fast_autotune and (confident or not options.diode_fallback_to_autotune)
 
 
-def measured_set(ranking: Ranking, kinds: Sequence[str], options: DiodeOptions) -> tuple[int, ...]:
+def measured_set(
+    ranking: Ranking, kinds: Sequence[str], options: DiodeOptions, compile_s: Sequence[float | None] | None = None
+) -> tuple[int, ...]:
     """The candidates worth measuring, as indices into the ranked candidate list: a stable
     contract (offline simulations of the policy call it with recorded rankings).
 
     ``kinds[i]`` is candidate ``i``'s :attr:`~diode_backend.problem.KernelConfig.kind`
-    (``"aten"``, ``"triton"``, or another template's name). The set, in this order:
+    (``"aten"``, ``"triton"``, or another template's name); ``compile_s[i]`` its estimated
+    compile seconds (:mod:`diode_backend.compile_estimate`; None, or no ``compile_s``: unknown).
+    The scored candidates estimated above ``diode_max_compile_s`` are left out, unless every
+    scored one is: the graph waits for the slowest compile of the set, and a tile that takes
+    seconds to compile seldom runs much faster than the best of the rest. Of the others, the
+    set, in this order:
 
-    1. the scored candidates, fastest predicted first, whose predicted time is within
-       ``diode_measure_ratio`` times the predicted best (at least the best), at most
-       ``diode_top_k`` of them;
+    1. those whose predicted time is within ``diode_measure_ratio`` times the best of them
+       (at least that best), fastest predicted first, at most ``diode_top_k`` of them;
     2. every ``aten`` candidate and the predicted-best ``triton`` candidate, when not among them
        (the model may misjudge a whole kind, or one cuBLAS call against another, such as addmm
        against bias_addmm; the ATen calls are a handful and none needs compiling);
     3. the unscored candidates, in input order (the model knows nothing of them).
     """
     times = ranking.times_us
-    order = ranking.order
+    estimated = compile_s or [None] * len(times)
+    bound = options.diode_max_compile_s
+    order = [i for i in ranking.order if estimated[i] is None or estimated[i] <= bound] or ranking.order
     if not order:
         return ranking.unscored
     limit = options.diode_measure_ratio * times[order[0]]

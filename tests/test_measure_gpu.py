@@ -86,6 +86,25 @@ def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
     assert {c.kind for c in decision.configs} >= {"aten", "triton"}  # the best of each, always
 
 
+@pytest.mark.parametrize("bound", [2.0, 1e9])
+def test_the_measured_set_leaves_out_tiles_estimated_to_compile_too_long(benchmarked, bound):
+    """A large float32 mm allowing TF32, where the model ranks large tiles (estimated above 2 s)
+    among the fastest: under the bound none is measured; without it some are."""
+    from diode_backend.compile_estimate import estimated_seconds
+
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        with config.patch(diode_max_compile_s=bound, diode_measure_ratio=10.0, diode_top_k=20):
+            compile_unsure_mm(2048, 2048, 2048, torch.float32)
+    finally:
+        torch.set_float32_matmul_precision(precision)
+    (decision,) = measured.stored_decisions()
+    estimates = [estimated_seconds(decision.problem, c) for c in decision.configs if c.kind == "triton"]
+    assert decision.problem.allow_tf32 and estimates, decision
+    assert (max(estimates) <= 2.0) == (bound == 2.0), (bound, estimates)
+
+
 def test_a_graphs_gemms_compile_together_and_are_timed_after_lowering(benchmarked, monkeypatch):
     """Under ``benchmark_epilogue_fusion`` (Inductor's default) DIODE starts every GEMM's compiles
     at lowering and times them when the scheduler asks, as Inductor defers its own benchmarking;

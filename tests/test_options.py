@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -32,6 +33,8 @@ def test_every_option_is_an_inductor_config_key_with_its_default():
         ("fast_autotune", "maybe", "True or False"),
         ("diode_search_space", "HUGE", "EXHAUSTIVE, DEFAULT"),
         ("diode_model", 3, "string"),
+        ("diode_max_compile_s", 0, "seconds > 0"),
+        ("diode_max_compile_s", "soon", "seconds > 0"),
     ],
 )
 def test_a_wrong_value_fails_at_assignment_naming_option_value_and_range(name, value, expected):
@@ -65,9 +68,11 @@ def test_compile_options_accept_diode_names_and_reject_bad_values_at_once():
 
 
 def test_compile_options_take_what_assignment_takes_normalised_alike():
-    options = {"diode_top_k": "3", "fast_autotune": "1", "diode-search-space": "default", "max_autotune": True}
+    options = {"diode_top_k": "3", "fast_autotune": "1", "diode-search-space": "default", "diode_max_compile_s": "inf", "max_autotune": True}
     backend = torch._TorchCompileInductorWrapper(mode=None, options=options, dynamic=None)  # what torch.compile builds
-    assert backend.config == {"diode_top_k": 3, "fast_autotune": True, "diode_search_space": "DEFAULT", "max_autotune": True}
+    assert backend.config == {
+        "diode_top_k": 3, "fast_autotune": True, "diode_search_space": "DEFAULT", "diode_max_compile_s": math.inf, "max_autotune": True
+    }  # fmt: skip
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess:

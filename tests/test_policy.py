@@ -93,3 +93,35 @@ def test_the_measure_ratio_is_validated():
 def test_combined_confidence():
     assert combined_confidence(0.9, 0.5) == 0.45
     assert combined_confidence(None, 0.5) is None
+
+
+def test_candidates_estimated_to_compile_too_long_are_left_out_of_the_measured_set():
+    # predicted 3.0, 1.0, -, 2.0, 4.0 us; the predicted best (1) takes 5 s to compile
+    compile_s = (0.5, 5.0, None, 0.5, 0.5)
+    options = DiodeOptions(diode_measure_ratio=2.0, diode_max_compile_s=2.0)
+    assert measured_set(ranking(0.5), TRITON, options) == (1, 3, 2)  # no estimates: no bound
+    # the ratio counts from the best left in (2.0 us): 2.0, 3.0 and 4.0 are within 2x of it
+    assert measured_set(ranking(0.5), TRITON, options, compile_s) == (3, 0, 4, 2)
+    assert measured_set(ranking(0.5), TRITON, DiodeOptions(diode_measure_ratio=2.0, diode_max_compile_s=5.0), compile_s) == (1, 3, 2)
+    kinds = ("aten", "triton", "triton", "triton", "aten")  # the best Triton left in is 3, not 1
+    assert measured_set(ranking(0.5), kinds, DiodeOptions(diode_measure_ratio=1.0, diode_max_compile_s=2.0), compile_s) == (3, 0, 4, 2)
+
+
+def test_when_every_scored_candidate_compiles_too_long_the_bound_is_dropped():
+    compile_s = (9.0, 9.0, None, 9.0, 9.0)
+    options = DiodeOptions(diode_measure_ratio=2.0, diode_max_compile_s=2.0)
+    assert measured_set(ranking(0.5), TRITON, options, compile_s) == (1, 3, 2)
+
+
+def test_a_candidate_without_an_estimate_is_never_left_out():
+    compile_s = (9.0, None, None, 9.0, 9.0)
+    options = DiodeOptions(diode_measure_ratio=2.0, diode_max_compile_s=2.0)
+    assert measured_set(ranking(0.5), TRITON, options, compile_s) == (1, 2)
+
+
+def test_the_compile_bound_applies_to_measuring_only():
+    compile_s = (0.5, 5.0, None, 0.5, 0.5)
+    confident = DiodeOptions(fast_autotune=True, diode_confidence_threshold=0.9, diode_max_compile_s=2.0)
+    assert select_candidates(ranking(0.95), confident, TRITON, compile_s).keep == (1,)
+    unsure = DiodeOptions(fast_autotune=True, diode_measure_ratio=2.0, diode_max_compile_s=2.0)
+    assert select_candidates(ranking(0.5), unsure, TRITON, compile_s).keep == (3, 0, 4, 2)

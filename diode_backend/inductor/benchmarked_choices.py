@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import counters, measured, predicted
+from ..compile_estimate import estimates
 from ..logs import log
 from ..policy import Ranking, combined_confidence, keeps_alone, rank_candidates, select_candidates
 from ..problem import KernelConfig
@@ -128,7 +129,10 @@ def choices_to_benchmark(
     unscored_group = next((m.fallback for m in candidate_marks if m.fallback is not None), None)
     if not ranking.order and unscored_group is not None:  # no group of the op was scored
         return _not_ranked(choices, unscored_group)
-    selection = select_candidates(ranking, context.options, [m.config.kind for m in candidate_marks])
+    configs = [m.config for m in candidate_marks]
+    selection = select_candidates(
+        ranking, context.options, [c.kind for c in configs], estimates(context.problem, configs, context.hardware)
+    )
     if selection.fallback:
         counters.record_fallback(selection.fallback)
     keep = {marked[i] for i in selection.keep}

@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..compile_estimate import estimates
 from ..policy import Ranking, rank_candidates, select_candidates
 from ..problem import KIND_TRITON, KernelConfig
 from .context import GemmContext, contained
@@ -141,7 +142,9 @@ def keep_group_configs(ktcs: list[Any], context: GemmContext, search: WinnerSear
     ranking = rank_candidates(context.scorer, context.problem, configs, context.hardware)
     if not ranking.order:
         return _unscored(ktcs, configs, ranking, context)
-    selection = select_candidates(ranking, context.options, [c.kind for c in configs])
+    selection = select_candidates(
+        ranking, context.options, [c.kind for c in configs], estimates(context.problem, configs, context.hardware)
+    )
     group = next(_group_ids)
     kept = []
     for index in selection.keep:
