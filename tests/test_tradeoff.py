@@ -152,3 +152,18 @@ def test_the_rule_takes_the_cheapest_near_best_point_within_the_worst_bound():
 def test_the_rule_falls_back_to_the_least_worst_when_no_point_meets_the_bound():
     rows = [row(1.0, 10, 2.0, 1.000, 1.20, 100.0), row(0.9, 5, 1.2, 1.001, 1.25, 40.0)]
     assert choose_defaults(rows, geomean_slack=0.005, worst_bound=1.15) == rows[0]
+
+
+def test_the_simulation_leaves_out_what_the_runtime_estimates_too_slow_to_compile():
+    slow_best = SimulatedProblem(FOUR.ranking, FOUR.measured_us, FOUR.kinds, FOUR.confidence, (0.0, 9.0, 0.5, 0.5, None))
+    assert measured_candidates(slow_best, top_k=5, ratio=1.25) == (2, 0, 4)  # 1 (9 s) is left out
+    assert measured_candidates(FOUR, top_k=5, ratio=1.25) == (1, 2, 0, 4)  # no estimates: no bound
+
+
+def test_a_simulated_problem_carries_each_timed_candidates_compile_estimate():
+    hardware = registry.known_hardware()["h100"]
+    gemm = GemmProblem("mm", 1024, 1024, 1024, dtype="float32", allow_tf32=True)
+    big, small = KernelConfig("triton", "triton::mm", 128, 128, 32, 3, 4, 8), KernelConfig("triton", "triton::mm", 32, 32, 32, 3, 4, 8)
+    timed = ProblemTimings(gemm, (KernelConfig("aten", "aten::mm"), big, small), (9.0, 8.0, 10.0))
+    simulated = simulated_problem(CountingScorer(), timed, hardware)
+    assert simulated.compile_s[0] == 0.0 and simulated.compile_s[1] > simulated.compile_s[2] > 0

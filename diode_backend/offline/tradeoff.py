@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import registry
+from ..compile_estimate import estimates
 from ..options import DiodeOptions
 from ..policy import Ranking, measured_set, rank_candidates
 from ..problem import KIND_ATEN, GemmProblem, HardwareInfo, KernelConfig
@@ -52,15 +53,18 @@ def runtime_ranking(scorer: GemmScorer, problem: GemmProblem, hardware: Hardware
 @dataclass(frozen=True)
 class SimulatedProblem:
     """One problem as the simulation sees it: the model's ranking of its timed candidates, each
-    candidate's measured time (microseconds) and its kind (an ``aten`` library call needs no
-    compile), and ``confidence``, the one that decides keep-vs-measure: the model's at run time,
-    over Inductor's whole candidate list (:func:`runtime_ranking`), not ``ranking.confidence``
-    over the timed subset (None: unknown, never kept alone)."""
+    candidate's measured time (microseconds), its kind (an ``aten`` library call needs no
+    compile) and estimated compile seconds (:mod:`~diode_backend.compile_estimate`: the runtime's
+    measured set leaves out what it estimates too slow; None: no estimate), and ``confidence``,
+    the one that decides keep-vs-measure: the model's at run time, over Inductor's whole
+    candidate list (:func:`runtime_ranking`), not ``ranking.confidence`` over the timed subset
+    (None: unknown, never kept alone)."""
 
     ranking: Ranking
     measured_us: tuple[float, ...]
     kinds: tuple[str, ...]
     confidence: float | None
+    compile_s: tuple[float | None, ...] | None = None
 
     def compiled(self, index: int) -> bool:
         return self.kinds[index] != KIND_ATEN
@@ -72,15 +76,19 @@ class SimulatedProblem:
 
 def simulated_problem(scorer: GemmScorer, timings: ProblemTimings, hardware: HardwareInfo) -> SimulatedProblem:
     """``timings`` as the simulation sees it under ``scorer`` on ``hardware`` (with the problem's
-    TF32 rule): its timed candidates ranked, and the confidence of :func:`runtime_ranking`."""
+    TF32 rule): its timed candidates ranked and their compiles estimated, and the confidence of
+    :func:`runtime_ranking`."""
     ranking = rank_candidates(scorer, timings.problem, timings.configs, hardware)
     confidence = runtime_ranking(scorer, timings.problem, hardware)[1].confidence
-    return SimulatedProblem(ranking, timings.times_us, tuple(c.kind for c in timings.configs), confidence)
+    kinds = tuple(c.kind for c in timings.configs)
+    return SimulatedProblem(ranking, timings.times_us, kinds, confidence, tuple(estimates(timings.problem, timings.configs, hardware)))
 
 
 def measured_candidates(problem: SimulatedProblem, top_k: int, ratio: float) -> tuple[int, ...]:
-    """The candidates the runtime's rule measures at these settings."""
-    return measured_set(problem.ranking, problem.kinds, DiodeOptions(diode_top_k=top_k, diode_measure_ratio=ratio))
+    """The candidates the runtime's rule measures at these settings (and the default
+    ``diode_max_compile_s``)."""
+    options = DiodeOptions(diode_top_k=top_k, diode_measure_ratio=ratio)
+    return measured_set(problem.ranking, problem.kinds, options, problem.compile_s)
 
 
 @dataclass(frozen=True)
