@@ -45,22 +45,31 @@ def _table() -> dict[str, list[tuple[int, float]]]:
     return {key: sorted((int(area), float(s)) for area, s in by_area.items()) for key, by_area in classes.items()}
 
 
-def estimated_seconds(problem: GemmProblem, config: KernelConfig, tf32_rule: str = "") -> float | None:
-    """Estimated compile seconds of ``config`` as ``problem``'s kernel: 0.0 for a library call
-    (nothing to compile), None where the table has no class for it (another template kind)."""
+@functools.lru_cache(maxsize=4096)
+def _seconds(key: str, area: int) -> float | None:
+    """The table's seconds for class ``key`` at block ``area`` (None: no such class)."""
+    timed = _table().get(key)
+    if not timed:
+        return None
+    return next((s for a, s in reversed(timed) if a <= area), timed[0][1])
+
+
+def _estimate(precision_class: str, config: KernelConfig) -> float | None:
     if config.kind == KIND_ATEN:
         return 0.0
     if config.kind != KIND_TRITON or not config.block_m:
         return None
-    timed = _table().get(tile_class(problem, config, tf32_rule))
-    if not timed:
-        return None
-    area = config.block_m * config.block_n
-    return next((s for a, s in reversed(timed) if a <= area), timed[0][1])
+    return _seconds(f"{precision_class}/{config.template}", config.block_m * config.block_n)
+
+
+def estimated_seconds(problem: GemmProblem, config: KernelConfig, tf32_rule: str = "") -> float | None:
+    """Estimated compile seconds of ``config`` as ``problem``'s kernel: 0.0 for a library call
+    (nothing to compile), None where the table has no class for it (another template kind)."""
+    return _estimate(precision(problem, tf32_rule), config)
 
 
 def estimates(problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo | None) -> list[float | None]:
     """:func:`estimated_seconds` of each of ``configs`` under ``hardware``'s TF32 rule (None: the
     running Inductor's)."""
-    rule = hardware.triton_tf32_rule if hardware is not None else ""
-    return [estimated_seconds(problem, config, rule) for config in configs]
+    precision_class = precision(problem, hardware.triton_tf32_rule if hardware is not None else "")
+    return [_estimate(precision_class, config) for config in configs]

@@ -3,7 +3,7 @@ Inductor, no cache, no files."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .options import DiodeOptions
@@ -60,10 +60,14 @@ class Selection:
 
 
 def select_candidates(
-    ranking: Ranking, options: DiodeOptions, kinds: Sequence[str], compile_s: Sequence[float | None] | None = None
+    ranking: Ranking,
+    options: DiodeOptions,
+    kinds: Sequence[str],
+    compile_estimates: Callable[[], Sequence[float | None]] | None = None,
 ) -> Selection:
-    """Apply the options to a ranking of candidates of the given ``kinds`` and estimated compile
-    seconds (see :func:`measured_set`).
+    """Apply the options to a ranking of candidates of the given ``kinds`` (see
+    :func:`measured_set`). ``compile_estimates`` gives the candidates' estimated compile seconds,
+    called only when DIODE measures (a pick kept alone needs none).
 
     - no scored candidate: keep everything (nothing to guess with);
     - ``fast_autotune`` and confidence >= threshold, or ``diode_fallback_to_autotune=False``:
@@ -80,6 +84,7 @@ def select_candidates(
         return Selection(everything, "no_scored_candidates")
     if keeps_alone(ranking.confidence, options):
         return Selection((ranking.order[0],))
+    compile_s = compile_estimates() if compile_estimates is not None else None
     return Selection(measured_set(ranking, kinds, options, compile_s), "low_confidence" if options.fast_autotune else None)
 
 

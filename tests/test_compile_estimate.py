@@ -26,7 +26,12 @@ def test_an_area_between_or_beyond_the_timed_ones_takes_the_nearest_below_or_the
     table = tmp_path / "compile_seconds.json"
     table.write_text(json.dumps({"seconds": {"half/triton::mm": {"4096": 1.0, "1024": 0.5}}}))
     monkeypatch.setattr(compile_estimate, "TABLE", table)
-    compile_estimate._table.cache_clear()
+
+    def forget():
+        compile_estimate._table.cache_clear()
+        compile_estimate._seconds.cache_clear()
+
+    forget()
     try:
         problem = GemmProblem("mm", 64, 64, 64, dtype="bfloat16")
         assert compile_estimate.estimated_seconds(problem, tile(16, 16)) == 0.5  # below the smallest
@@ -35,7 +40,7 @@ def test_an_area_between_or_beyond_the_timed_ones_takes_the_nearest_below_or_the
         assert compile_estimate.estimated_seconds(problem, tile(256, 256)) == 1.0  # beyond: the largest
         assert compile_estimate.estimated_seconds(problem, tile(32, 32, "triton::bmm")) is None  # no such class
     finally:
-        compile_estimate._table.cache_clear()  # the next reader loads the shipped table again
+        forget()  # the next reader loads the shipped table again
 
 
 def test_a_library_call_costs_nothing_and_other_templates_have_no_estimate():

@@ -122,6 +122,14 @@ def test_a_candidate_without_an_estimate_is_never_left_out():
 def test_the_compile_bound_applies_to_measuring_only():
     compile_s = (0.5, 5.0, None, 0.5, 0.5)
     confident = DiodeOptions(fast_autotune=True, diode_confidence_threshold=0.9, diode_max_compile_s=2.0)
-    assert select_candidates(ranking(0.95), confident, TRITON, compile_s).keep == (1,)
+    asked = []
+
+    def estimates():
+        asked.append(1)
+        return compile_s
+
+    assert select_candidates(ranking(0.95), confident, TRITON, estimates).keep == (1,)
+    assert asked == []  # a pick kept alone asks for no estimate
     unsure = DiodeOptions(fast_autotune=True, diode_measure_ratio=2.0, diode_max_compile_s=2.0)
-    assert select_candidates(ranking(0.5), unsure, TRITON, compile_s).keep == (3, 0, 4, 2)
+    assert select_candidates(ranking(0.5), unsure, TRITON, estimates).keep == (3, 0, 4, 2)
+    assert asked == [1]

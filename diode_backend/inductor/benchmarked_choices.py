@@ -131,7 +131,7 @@ def choices_to_benchmark(
         return _not_ranked(choices, unscored_group)
     configs = [m.config for m in candidate_marks]
     selection = select_candidates(
-        ranking, context.options, [c.kind for c in configs], estimates(context.problem, configs, context.hardware)
+        ranking, context.options, [c.kind for c in configs], lambda: estimates(context.problem, configs, context.hardware)
     )
     if selection.fallback:
         counters.record_fallback(selection.fallback)

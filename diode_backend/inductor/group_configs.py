@@ -143,7 +143,7 @@ def keep_group_configs(ktcs: list[Any], context: GemmContext, search: WinnerSear
     if not ranking.order:
         return _unscored(ktcs, configs, ranking, context)
     selection = select_candidates(
-        ranking, context.options, [c.kind for c in configs], estimates(context.problem, configs, context.hardware)
+        ranking, context.options, [c.kind for c in configs], lambda: estimates(context.problem, configs, context.hardware)
     )
     group = next(_group_ids)
     kept = []
