@@ -218,10 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         work(json.loads(args.worker.read_text()), args.worker.with_suffix(".rows.json"))
         return 0
     if args.fit:
-        from diode_backend.compile_estimate import TABLE
+        from diode_backend.builtin import COMPILE_SECONDS
 
         sources = [path.as_posix() for path in args.fit]
-        TABLE.write_text(json.dumps(fit([json.loads(p.read_text()) for p in args.fit], sources), indent=1) + "\n")
+        COMPILE_SECONDS.write_text(json.dumps(fit([json.loads(p.read_text()) for p in args.fit], sources), indent=1) + "\n")
         return 0
     if args.top < 0 or args.processes < 1 or (args.problems is not None and args.problems < 1):
         parser.error("--top takes 0 or more, --processes and --problems 1 or more")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -38,6 +39,18 @@ def diode_detect_hardware(device: str) -> HardwareInfo | None:
         shared_memory_per_block=getattr(props, "shared_memory_per_block_optin", 0),
         clock_mhz=getattr(props, "clock_rate", 0) // 1000,
     )
+
+
+#: DIODE's table of compile seconds, timed on an H100
+#: (``benchmarks/results/h100_compile_time_table_2026-11-28/``).
+COMPILE_SECONDS = Path(__file__).with_name("compile_seconds.json")
+
+
+@hookimpl(trylast=True)
+def diode_compile_seconds(hardware: HardwareInfo) -> Path | None:
+    """The shipped table for any NVIDIA GPU: the order of its tile classes follows the compiler
+    more than the chip; none elsewhere (no estimate, no tile left out)."""
+    return COMPILE_SECONDS if hardware.vendor == "nvidia" else None
 
 
 @hookimpl(trylast=True)

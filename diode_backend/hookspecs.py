@@ -9,6 +9,7 @@ See ``docs/plugins.md`` for a walk-through built on ``plugins/diode-example``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -82,6 +83,22 @@ def diode_candidate_configs(
     :param search_space: ``"EXHAUSTIVE"`` (every config max-autotune can generate) or
         ``"DEFAULT"`` (its short list); an implementation may leave it out of its signature.
     :return: the configs, or ``None`` to leave the choice to the next plugin.
+    """
+
+
+@hookspec(firstresult=True)
+def diode_compile_seconds(hardware: HardwareInfo) -> Path | None:
+    """The table of how long Triton GEMM tiles take to compile on ``hardware``, from which DIODE
+    estimates its candidates' compile time and leaves the slow ones out of what it measures
+    (``diode_max_compile_s``).
+
+    Called once per hardware per process, when DIODE first measures on it. DIODE's built-in
+    answer is its H100 table for NVIDIA GPUs. Stops at the first non-None result.
+
+    :param hardware: the device the kernels compile for.
+    :return: the path of a JSON table in the format of ``diode_backend/compile_seconds.json``
+        (``benchmarks/compile_time_table.py --fit`` writes one from timed compiles), or ``None``
+        to leave the choice to the next plugin.
     """
 
 

@@ -152,8 +152,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "diode_max_compile_s", 2.0, float | int,
         "When DIODE measures, it leaves out Triton candidates it estimates to take longer than "
-        "this many seconds to compile (diode_backend/compile_seconds.json), unless none is under it; "
-        "inf: no bound.",
+        "this many seconds to compile (by the hardware's table of compile times, the "
+        "diode_compile_seconds hook), unless none is under it; inf: no bound.",
         _seconds,
     ),
     OptionSpec(

@@ -9,6 +9,7 @@ Results are memoized per set of registered plugins, so registering or unregister
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import plugins
@@ -94,6 +95,11 @@ def feature_extractors() -> dict[str, FeatureExtractor]:
 def load_scorer(entry: ScorerEntry) -> GemmScorer:
     """Build the entry's scorer once per process (per plugin set)."""
     return memoized(("scorer", entry.name), entry.load)
+
+
+def compile_table(hardware: HardwareInfo) -> Path | None:
+    """The plugins' ``diode_compile_seconds`` table for ``hardware``, or None when none offers one."""
+    return memoized(("compile_table", hardware), lambda: plugins.call_first("diode_compile_seconds", hardware=hardware))
 
 
 def candidate_configs(problem: GemmProblem, hardware: HardwareInfo, search_space: str = "EXHAUSTIVE") -> list[KernelConfig] | None:

@@ -1,53 +1,84 @@
-"""``diode_backend.compile_estimate``: a candidate's compile seconds from the shipped table."""
+"""``diode_backend.compile_estimate``: a candidate's compile seconds from the table the
+``diode_compile_seconds`` hook gives for the hardware (the built-in: the shipped H100 table)."""
 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from pathlib import Path
 
-from diode_backend import compile_estimate
+import pytest
+
+from diode_backend import compile_estimate, hookimpl, plugins
+from diode_backend.builtin import COMPILE_SECONDS
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
-SHIPPED = json.loads(compile_estimate.TABLE.read_text())["seconds"]
+SHIPPED = json.loads(COMPILE_SECONDS.read_text())["seconds"]
 TF32 = GemmProblem("mm", 1024, 768, 768, dtype="float32", allow_tf32=True)
+H100 = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", triton_tf32_rule="always")
+VENDOR = HardwareInfo(name="Vendor GPU", vendor="nvidia", triton_tf32_rule="always")
 
 
 def tile(m: int, n: int, template: str = "triton::mm") -> KernelConfig:
     return KernelConfig("triton", template, m, n, 32, 3, 4, 8)
 
 
+@contextmanager
+def vendor_table(path: Path):
+    """A plugin whose table holds for :data:`VENDOR`, registered for the block."""
+
+    class Vendor:
+        @hookimpl
+        def diode_compile_seconds(self, hardware):
+            return path if hardware.name == VENDOR.name else None
+
+    plugin = Vendor()
+    plugins.get_plugin_manager().register(plugin)
+    try:
+        yield
+    finally:
+        plugins.get_plugin_manager().unregister(plugin)
+
+
 def test_a_tile_is_estimated_at_its_class_and_block_area_in_the_shipped_table():
     timed = SHIPPED["tf32/triton::mm"]
-    assert compile_estimate.estimated_seconds(TF32, tile(128, 128), "always") == timed[str(128 * 128)]
-    assert compile_estimate.estimated_seconds(TF32, tile(64, 256), "always") == timed[str(128 * 128)]  # the same area
-    assert compile_estimate.estimated_seconds(TF32, tile(128, 128), "always") > compile_estimate.estimated_seconds(TF32, tile(32, 32), "always")
+    big, wide, small = compile_estimate.estimates(TF32, [tile(128, 128), tile(64, 256), tile(32, 32)], H100)
+    assert big == wide == timed[str(128 * 128)]  # the same area
+    assert small == timed[str(32 * 32)] < big
 
 
-def test_an_area_between_or_beyond_the_timed_ones_takes_the_nearest_below_or_the_smallest(tmp_path, monkeypatch):
+def test_an_area_between_or_beyond_the_timed_ones_takes_the_nearest_below_or_the_smallest(tmp_path):
     table = tmp_path / "compile_seconds.json"
     table.write_text(json.dumps({"seconds": {"half/triton::mm": {"4096": 1.0, "1024": 0.5}}}))
-    monkeypatch.setattr(compile_estimate, "TABLE", table)
+    problem = GemmProblem("mm", 64, 64, 64, dtype="bfloat16")
+    tiles = [tile(16, 16), tile(32, 64), tile(64, 64), tile(256, 256), tile(32, 32, "triton::bmm")]
+    with vendor_table(table):
+        # below the smallest, between (the one below), timed, beyond (the largest), no such class
+        assert compile_estimate.estimates(problem, tiles, VENDOR) == [0.5, 0.5, 1.0, 1.0, None]
 
-    def forget():
-        compile_estimate._table.cache_clear()
-        compile_estimate._seconds.cache_clear()
 
-    forget()
-    try:
-        problem = GemmProblem("mm", 64, 64, 64, dtype="bfloat16")
-        assert compile_estimate.estimated_seconds(problem, tile(16, 16)) == 0.5  # below the smallest
-        assert compile_estimate.estimated_seconds(problem, tile(32, 64)) == 0.5  # between: the one below
-        assert compile_estimate.estimated_seconds(problem, tile(64, 64)) == 1.0
-        assert compile_estimate.estimated_seconds(problem, tile(256, 256)) == 1.0  # beyond: the largest
-        assert compile_estimate.estimated_seconds(problem, tile(32, 32, "triton::bmm")) is None  # no such class
-    finally:
-        forget()  # the next reader loads the shipped table again
+def test_a_plugins_table_holds_for_its_hardware_and_a_device_without_one_gets_no_estimates(tmp_path):
+    table = tmp_path / "mine.json"
+    table.write_text(json.dumps({"seconds": {"tf32/triton::mm": {"1024": 7.0}}}))
+    with vendor_table(table):
+        assert compile_estimate.estimates(TF32, [tile(128, 128)], VENDOR) == [7.0]
+        assert compile_estimate.estimates(TF32, [tile(128, 128)], H100) == [SHIPPED["tf32/triton::mm"]["16384"]]  # the built-in's
+    cpu = HardwareInfo(name="x86_64", vendor="cpu", device_type="cpu")
+    assert compile_estimate.estimates(TF32, [tile(128, 128), KernelConfig("aten", "aten::mm")], cpu) == [None, None]
+    assert compile_estimate.estimates(TF32, [tile(128, 128)], None) == [None]
+
+
+def test_a_table_that_is_not_one_is_named_with_the_fix(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"seconds": {"tf32/triton::mm": {"big": 1}}}')
+    with vendor_table(broken), pytest.raises(ValueError, match=r"broken\.json: not a table of compile seconds .*compile_time_table\.py --fit"):
+        compile_estimate.estimates(TF32, [tile(128, 128)], VENDOR)
 
 
 def test_a_library_call_costs_nothing_and_other_templates_have_no_estimate():
-    assert compile_estimate.estimated_seconds(TF32, KernelConfig("aten", "aten::mm")) == 0.0
-    assert compile_estimate.estimated_seconds(TF32, KernelConfig("decompose_k", "decompose_k", block_k=32)) is None
     persistent = KernelConfig("triton_tma", "triton::mm_persistent_tma", 128, 128, 64, 3, 8, 8)
-    assert compile_estimate.estimated_seconds(TF32, persistent) is None
+    configs = [KernelConfig("aten", "aten::mm"), KernelConfig("decompose_k", "decompose_k", block_k=32), persistent]
+    assert compile_estimate.estimates(TF32, configs, H100) == [0.0, None, None]
 
 
 def test_the_precision_follows_the_tf32_rule_the_kernels_compile_under():
@@ -56,6 +87,5 @@ def test_the_precision_follows_the_tf32_rule_the_kernels_compile_under():
     assert compile_estimate.precision(small_k, "size") == "float32"
     assert compile_estimate.precision(GemmProblem("mm", 8, 8, 8, dtype="float16")) == "half"
     assert compile_estimate.tile_class(small_k, tile(128, 128), "size") == "float32/triton::mm"
-    h100 = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", triton_tf32_rule="size")
-    expected = SHIPPED["float32/triton::mm"][str(128 * 128)]
-    assert compile_estimate.estimates(small_k, [tile(128, 128), KernelConfig("aten", "aten::mm")], h100) == [expected, 0.0]
+    by_size = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", triton_tf32_rule="size")
+    assert compile_estimate.estimates(small_k, [tile(128, 128)], by_size) == [SHIPPED["float32/triton::mm"][str(128 * 128)]]

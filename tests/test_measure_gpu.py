@@ -90,7 +90,7 @@ def test_unsure_diode_measures_and_inductor_benchmarks_nothing(benchmarked):
 def test_the_measured_set_leaves_out_tiles_estimated_to_compile_too_long(benchmarked, bound):
     """A large float32 mm allowing TF32, where the model ranks large tiles (estimated above 2 s)
     among the fastest: under the bound none is measured; without it some are."""
-    from diode_backend.compile_estimate import estimated_seconds
+    from diode_backend.compile_estimate import estimates
 
     precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high")
@@ -100,9 +100,10 @@ def test_the_measured_set_leaves_out_tiles_estimated_to_compile_too_long(benchma
     finally:
         torch.set_float32_matmul_precision(precision)
     (decision,) = measured.stored_decisions()
-    estimates = [estimated_seconds(decision.problem, c) for c in decision.configs if c.kind == "triton"]
-    assert decision.problem.allow_tf32 and estimates, decision
-    assert (max(estimates) <= 2.0) == (bound == 2.0), (bound, estimates)
+    triton = [c for c in decision.configs if c.kind == "triton"]
+    seconds = estimates(decision.problem, triton, decision.hardware)
+    assert decision.problem.allow_tf32 and seconds and None not in seconds, decision
+    assert (max(seconds) <= 2.0) == (bound == 2.0), (bound, seconds)
 
 
 def test_a_graphs_gemms_compile_together_and_are_timed_after_lowering(benchmarked, monkeypatch):
