@@ -142,12 +142,13 @@ def test_models_check_reports_a_model_that_cannot_load(capsys, models_path):
     assert "check: ok" in out  # the others still load
 
 
-def _predicted_rows(out: str) -> list[tuple[float, str]]:
+def _predicted_rows(out: str) -> list[tuple[float, str, str, str]]:
+    """``(predicted us, compile s, fast_autotune, candidate)`` of each printed candidate."""
     rows = []
     for line in out.splitlines():
         parts = line.split()
         if parts and parts[0].isdigit():
-            rows.append((float(parts[1]), " ".join(parts[3:])))
+            rows.append((float(parts[1]), parts[3], parts[4], " ".join(parts[5:])))
     return rows
 
 
@@ -160,9 +161,14 @@ def test_predict_for_a_named_gpu_on_any_machine(capsys):
     assert "predicted us" in out and "confidence: none" in out
     rows = _predicted_rows(out)
     assert len(rows) == 5
-    times = [t for t, _ in rows]
+    times = [row[0] for row in rows]
     assert times == sorted(times) and times[0] > 0
-    assert any(candidate.startswith(("aten::mm", "triton::mm")) for _, candidate in rows)
+    assert any(row[3].startswith(("aten::mm", "triton::mm")) for row in rows)
+    # no confidence: fast_autotune measures, and the estimates say what each candidate costs to compile
+    assert "fast_autotune: measures" in out and "(no confidence;" in out
+    assert rows[0][2] == "measure" and {row[2] for row in rows} <= {"measure", "-"}
+    assert all(float(row[1]) == 0.0 for row in rows if row[3].startswith("aten::"))
+    assert all(float(row[1]) > 0.0 for row in rows if row[3].startswith("triton::"))
 
 
 def test_predict_with_a_learned_model_prints_its_confidence(capsys, tmp_path):
@@ -176,6 +182,8 @@ def test_predict_with_a_learned_model_prints_its_confidence(capsys, tmp_path):
     assert report["top"][0]["vs_best"] == 1.0
     assert all(row["config"]["template"] in ("aten::bmm", "triton::bmm") for row in report["top"])
     assert [r["time_us"] for r in report["top"]] == sorted(r["time_us"] for r in report["top"])
+    assert report["fast_autotune"]["keeps_alone"] is False  # a confidence under 0.98: it measures
+    assert report["top"][0]["fast_autotune"] == "measure" and report["top"][0]["candidate"] in report["fast_autotune"]["kept"]
 
 
 @pytest.mark.parametrize(
@@ -551,3 +559,11 @@ def test_train_writes_the_candidate_kinds_its_model_learnt_into_the_manifest(cap
     assert manifest["kinds"] == ["aten", "decompose_k", "triton"]
     prediction = manifest_entry(tmp_path / "model").load().predict(validation[0].problem, validation[0].configs, H100)
     assert [math.isnan(t) for t in prediction.times_us] == [c == tma for c in validation[0].configs]
+
+
+def test_predict_says_when_fast_autotune_compiles_the_pick_alone(capsys, tmp_path):
+    model = write_checkpoint(tmp_path / "m.pt", calibration={"edges": [0.0, 1.0], "values": [0.99, 0.99]})
+    code, out, _ = run(capsys, "predict", "bmm", "8x128x256x64", "--hardware", "a100", "--model", str(model), "--top-k", "3")
+    assert code == 0
+    assert "fast_autotune: compiles #1 alone (confidence at or above diode_confidence_threshold 0.98)" in out
+    assert [row[2] for row in _predicted_rows(out)] == ["alone", "-", "-"]

@@ -1,4 +1,5 @@
-"""``diode predict``: rank the candidates of one GEMM and print the top-k with predicted times."""
+"""``diode predict``: rank the candidates of one GEMM and print the top-k with predicted times,
+estimated compile seconds and what ``fast_autotune`` does with it."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Rank the candidates Inductor would offer for one GEMM (ATen plus Inductor's "
         "Triton configs, fitted to the shape and to the hardware's shared memory as Inductor "
         "fits them) with the model DIODE would pick, and print the fastest k with predicted "
-        "times in microseconds and the model's "
-        "confidence that the top pick is within 5% of the fastest. Works without a GPU: name "
+        "times in microseconds, the model's "
+        "confidence that the top pick is within 5% of the fastest, each candidate's estimated "
+        "compile seconds and what fast_autotune does with the GEMM at the default options "
+        "(compile #1 alone or measure a few). Works without a GPU: name "
         "the hardware with --hardware (`diode predict --hardware list` lists the names).",
         epilog="example: diode predict mm 1024x4096x2048 --dtype bfloat16 --layout row/col --hardware h100",
     )
@@ -64,7 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ... import catalog, registry
-    from ...policy import rank_candidates
+    from ...compile_estimate import estimates
+    from ...options import DiodeOptions
+    from ...policy import rank_candidates, select_candidates
     from . import CommandError, UsageError
 
     if args.hardware == "list":
@@ -104,9 +109,14 @@ def run(args: argparse.Namespace) -> int:
             )
         raise CommandError(f"model {entry.name} scores none of the {len(configs)} candidates of {problem.describe()}")
     best = ranking.times_us[ranking.order[0]]
+    compile_s = estimates(problem, configs, hardware)
+    options = DiodeOptions(fast_autotune=True)  # what torch.compile does with fast_autotune and the other defaults
+    kept = select_candidates(ranking, options, [c.kind for c in configs], lambda: compile_s).keep
+    role = {i: "alone" if len(kept) == 1 else "measure" for i in kept}
     top = [
         {"rank": rank, "candidate": configs[i].describe(), "config": configs[i].to_dict(),
-         "time_us": ranking.times_us[i], "vs_best": ranking.times_us[i] / best if best else math.nan}
+         "time_us": ranking.times_us[i], "vs_best": ranking.times_us[i] / best if best else math.nan,
+         "compile_s_estimate": compile_s[i], "fast_autotune": role.get(i)}
         for rank, i in enumerate(ranking.order[: args.top_k], start=1)
     ]  # fmt: skip
     if args.json:
@@ -114,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             "problem": problem.to_dict(), "hardware": hardware.to_dict(), "model": entry.name,
             "model_identity": scorer.identity, "candidates": len(configs), "unscored": len(ranking.unscored),
             "confidence": ranking.confidence, "top": top,
+            "fast_autotune": {"keeps_alone": len(kept) == 1, "kept": [configs[i].describe() for i in kept]},
         }, indent=2))  # fmt: skip
         return 0
     print(f"problem:    {problem.describe()}")
@@ -125,10 +136,28 @@ def run(args: argparse.Namespace) -> int:
         print("confidence: none (this model gives no calibrated confidence)")
     else:
         print(f"confidence: {ranking.confidence:.2f} (probability that #1 is within 5% of the fastest)")
-    print(f"{'rank':>4}  {'predicted us':>12}  {'vs #1':>6}  candidate")
+    print(f"fast_autotune: {_what_fast_autotune_does(kept, ranking.confidence, options)}")
+    print(f"{'rank':>4}  {'predicted us':>12}  {'vs #1':>6}  {'compile s':>9}  {'fast_autotune':<13}  candidate")
     for row in top:
-        print(f"{row['rank']:>4}  {row['time_us']:>12.2f}  {row['vs_best']:>5.2f}x  {row['candidate']}")
+        seconds = "-" if row["compile_s_estimate"] is None else f"{row['compile_s_estimate']:.2f}"
+        print(
+            f"{row['rank']:>4}  {row['time_us']:>12.2f}  {row['vs_best']:>5.2f}x  {seconds:>9}  "
+            f"{row['fast_autotune'] or '-':<13}  {row['candidate']}"
+        )
     return 0
+
+
+def _what_fast_autotune_does(kept: tuple[int, ...], confidence: float | None, options) -> str:
+    """One line: what ``torch.compile`` with ``fast_autotune`` and the other options at their
+    defaults does with this GEMM."""
+    threshold = options.diode_confidence_threshold
+    if len(kept) == 1:
+        return f"compiles #1 alone (confidence at or above diode_confidence_threshold {threshold})"
+    why = "no confidence" if confidence is None else f"confidence under diode_confidence_threshold {threshold}"
+    return (
+        f"measures {len(kept)} candidates ({why}; Triton ones estimated to compile for more than "
+        f"diode_max_compile_s {options.diode_max_compile_s:g} s left out), marked below where shown"
+    )
 
 
 def _problem(args: argparse.Namespace) -> GemmProblem:
