@@ -107,3 +107,15 @@ def test_problems_from_the_dataset_spread_over_op_and_dtype(benchmark_scripts):
     problems = table.problems_to_time(12, str(ROOT / "trained_models" / "data" / "h100" / "dataset"))
     assert len(problems) == len(set(problems)) == 12
     assert len({p.op for p in problems}) >= 3 and len({p.dtype for p in problems}) >= 2
+
+
+def test_fit_on_the_command_line_writes_the_table_builtin_ships(benchmark_scripts, tmp_path, monkeypatch):
+    *_, table = benchmark_scripts("e2e_validation", "compile_outliers", "compile_time_table")
+    from diode_backend import builtin
+
+    shipped = json.loads(builtin.COMPILE_SECONDS.read_text())
+    target = tmp_path / "compile_seconds.json"
+    monkeypatch.setattr(builtin, "COMPILE_SECONDS", target)  # the package's own file stays as it is
+    monkeypatch.chdir(ROOT)  # the sources are recorded as given, relative to the repository
+    assert table.main(["--fit", *shipped["sources"]]) == 0
+    assert json.loads(target.read_text()) == shipped
