@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Callable
@@ -27,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from diode_backend.compile_estimate import estimates, precision  # noqa: E402
 from diode_backend.offline.dataset import ProblemTimings  # noqa: E402
+from diode_backend.offline.validate import spread  # noqa: E402
 from diode_backend.problem import HardwareInfo  # noqa: E402
 
 
@@ -38,14 +37,8 @@ def loss(item: ProblemTimings, hardware: HardwareInfo, bound: float) -> float:
 
 
 def summary(losses: list[float]) -> dict:
-    ordered = sorted(losses)
-    return {
-        "problems": len(ordered),
-        "geomean": math.exp(statistics.fmean(math.log(x) for x in ordered)),
-        "p90": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
-        "worst": ordered[-1],
-        "over_1.02": sum(x > 1.02 for x in ordered) / len(ordered),
-    }
+    """How many, :func:`~diode_backend.offline.validate.spread`, and the share over 1.02."""
+    return {"problems": len(losses), **spread(losses), "over_1.02": sum(x > 1.02 for x in losses) / len(losses)}
 
 
 def bound_loss(items: list[ProblemTimings], hardware_of: Callable[[ProblemTimings], HardwareInfo], bound: float) -> dict:

@@ -33,11 +33,6 @@ def precision(problem: GemmProblem, tf32_rule: str = "") -> str:
     return "tf32" if triton_tf32_active(problem, tf32_rule) else "float32"
 
 
-def tile_class(problem: GemmProblem, config: KernelConfig, tf32_rule: str = "") -> str:
-    """The table's key of ``config``'s class on ``problem``: ``precision/template``."""
-    return f"{precision(problem, tf32_rule)}/{config.template}"
-
-
 @functools.lru_cache(maxsize=8)
 def load_table(path: Path) -> dict[str, tuple[tuple[int, float], ...]]:
     """The table at ``path``: per class, ``(area, seconds)`` by area.
@@ -64,6 +59,7 @@ def _seconds(path: Path, key: str, area: int) -> float | None:
 
 
 def _estimate(path: Path, precision_class: str, config: KernelConfig) -> float | None:
+    """``config``'s estimate in the table at ``path``; its class is ``precision/template``."""
     if config.kind == KIND_ATEN:
         return 0.0
     if config.kind != KIND_TRITON or not config.block_m:

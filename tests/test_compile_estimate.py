@@ -86,6 +86,5 @@ def test_the_precision_follows_the_tf32_rule_the_kernels_compile_under():
     assert compile_estimate.precision(small_k, "always") == "tf32"
     assert compile_estimate.precision(small_k, "size") == "float32"
     assert compile_estimate.precision(GemmProblem("mm", 8, 8, 8, dtype="float16")) == "half"
-    assert compile_estimate.tile_class(small_k, tile(128, 128), "size") == "float32/triton::mm"
     by_size = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", triton_tf32_rule="size")
     assert compile_estimate.estimates(small_k, [tile(128, 128)], by_size) == [SHIPPED["float32/triton::mm"][str(128 * 128)]]
