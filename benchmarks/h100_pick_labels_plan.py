@@ -13,6 +13,9 @@
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout MODEL.pt --round dense-1 \
         --dense 5 --pick-labels ... --target trained_models/data/h100/problems/pick-labels-dense-1-validation.json
         # ... the untimed configs among the first 5 of each held-out ranking
+    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --neighbours --round neighbours-1 \
+        --pick-labels ... --target trained_models/data/h100/problems/pick-labels-neighbours-1-train.json
+        # ... the untimed stages and warps of each training problem's fastest timed tile (no model)
 
 The shipped confidence is fitted out of fold on the training problems whose compile-time pick
 (DIODE's ranking over Inductor's whole candidate list) was timed: 2,198 of 4,719. The others
@@ -35,11 +38,18 @@ training dataset's (its problems are already there, timed on another day), and g
 shipped one) ranks them: not to fit anything, but so that ``diode validate --pick-labels`` can
 judge its confidence on every held-out problem, not only those whose pick was timed (118 of 173).
 Collect it with ``--validation pick-labels-validation.json --validation-space listed``.
+
+``--neighbours`` lists, for each training problem of the fold families, the configs of its
+compile-time list that differ from its fastest timed Triton tile in stages and warps alone and
+were not timed, beside that tile (:func:`neighbours`): most such configs were never timed for any
+problem's fastest tile, so no model learnt how stages and warps move a tile's time near the best,
+where the single pick's misses lie (``h100_e2e_heldout_bound_2026-11-28/``). It needs no model.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections import Counter
 from pathlib import Path
@@ -53,7 +63,7 @@ from diode_backend import registry  # noqa: E402
 from diode_backend.model.checkpoint import load_checkpoint  # noqa: E402
 from diode_backend.model.network import FrozenTimingModel  # noqa: E402
 from diode_backend.offline.collect import shapes  # noqa: E402
-from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
+from diode_backend.offline.dataset import ProblemTimings, load_dataset, timed_hardware  # noqa: E402
 from diode_backend.offline.families import family_of  # noqa: E402
 from diode_backend.offline.compile_time import compile_time_predictions  # noqa: E402
 from diode_backend.offline.out_of_fold import rank_out_of_fold  # noqa: E402
@@ -82,6 +92,33 @@ def to_time(order: list[KernelConfig], record: ProblemTimings, dense: int = 0) -
         return None
     triton = [c for c in timed if c.kind == KIND_TRITON]
     return (*untimed, *([min(triton, key=timed.__getitem__)] if triton else []))
+
+
+def neighbours(configs: list[KernelConfig], record: ProblemTimings) -> tuple[KernelConfig, ...] | None:
+    """What a neighbours round times for ``record``: the configs of ``configs`` (its compile-time
+    list) that ``record`` did not time and that differ from its fastest timed Triton tile in
+    ``num_stages`` and ``num_warps`` alone, with that tile last (the day's reference); None where
+    it timed no Triton tile or every such config."""
+    timed = dict(zip(record.configs, record.times_us))
+    triton = [c for c in timed if c.kind == KIND_TRITON]
+    if not triton:
+        return None
+    best = min(triton, key=timed.__getitem__)
+    same_tile = [c for c in configs if dataclasses.replace(c, num_stages=best.num_stages, num_warps=best.num_warps) == best]
+    untimed = [c for c in same_tile if c not in timed]
+    return (*untimed, best) if untimed else None
+
+
+def listed_neighbours(records, hardware) -> dict:
+    """:func:`neighbours` of each of ``records`` over its compile-time list (under the TF32 rule it
+    was timed with, as :func:`listed_picks` ranks it), by record (nothing to time: left out)."""
+    hardware_of = timed_hardware(hardware)
+    listed = {}
+    for record in records:
+        wanted = neighbours(registry.compile_time_configs(record.problem, hardware_of(record)), record)
+        if wanted:
+            listed[record] = wanted
+    return listed
 
 
 def listed_picks(network: FrozenTimingModel, records, hardware, kinds: set[str], dense: int = 0) -> dict:
@@ -120,30 +157,40 @@ def main(argv: list[str] | None = None) -> int:
         "--dense", type=int, default=0, metavar="N",
         help="list the untimed configs among the first N of each ranking, not only untimed picks",
     )  # fmt: skip
+    parser.add_argument(
+        "--neighbours", action="store_true",
+        help="instead: the untimed stages and warps of each training problem's fastest timed tile (no model)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    if not args.heldout and not args.output:
-        parser.error("give --output (the fold models' folder) or --heldout MODEL")
+    if args.neighbours and (args.heldout or args.output or args.dense):
+        parser.error("--neighbours ranks nothing: leave out --heldout, --output and --dense")
+    if not (args.heldout or args.output or args.neighbours):
+        parser.error("give --output (the fold models' folder), --heldout MODEL or --neighbours")
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
     labels = load_pick_labels(args.pick_labels, dataset.hardware.key)
     records = joined(dataset.split("train"), labels)
     hardware = inference_hardware(dataset.hardware)
     kinds = {config.kind for record in records for config in record.configs}
-    if args.heldout:
-        heldout = joined([r for r in dataset.split("validation") if family_of(r) in HOLDOUT], labels)
-        groups = [(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]
-        split, target = "validation", args.target or VALIDATION_TARGET
+    if args.neighbours:
+        folds = [r for r in records if family_of(r) not in {*HOLDOUT, *STOPPING, *CALIBRATION}]
+        listed, split, target = listed_neighbours(folds, hardware), "train", args.target or TARGET
     else:
-        ranked = rank_out_of_fold(
-            records, hardware, registry.feature_extractors()["gemm"], args.output, TrainOptions(), folds=3,
-            resume=args.resume, holdout_families=HOLDOUT, stopping_families=STOPPING, calibration_families=CALIBRATION,
-        )  # fmt: skip
-        groups = [
-            (FrozenTimingModel(load_checkpoint(path).model), [r for r in records if family_of(r) in families])
-            for families, path in zip(ranked.folds, ranked.checkpoints)
-        ]
-        split, target = "train", args.target or TARGET
-    listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds, args.dense).items()}
+        if args.heldout:
+            heldout = joined([r for r in dataset.split("validation") if family_of(r) in HOLDOUT], labels)
+            groups = [(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]
+            split, target = "validation", args.target or VALIDATION_TARGET
+        else:
+            ranked = rank_out_of_fold(
+                records, hardware, registry.feature_extractors()["gemm"], args.output, TrainOptions(), folds=3,
+                resume=args.resume, holdout_families=HOLDOUT, stopping_families=STOPPING, calibration_families=CALIBRATION,
+            )  # fmt: skip
+            groups = [
+                (FrozenTimingModel(load_checkpoint(path).model), [r for r in records if family_of(r) in families])
+                for families, path in zip(ranked.folds, ranked.checkpoints)
+            ]
+            split, target = "train", args.target or TARGET
+        listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds, args.dense).items()}
     prefix = "pick-labels" if args.round == "1" else f"pick-labels-{args.round}"
     name = f"{prefix}-{split}"
     named = [(f"{prefix}:{family_of(record)}", record.problem) for record in listed]

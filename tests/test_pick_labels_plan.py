@@ -3,6 +3,7 @@ compile-time pick was never timed, and the committed list."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,19 @@ def test_a_dense_list_names_the_untimed_configs_among_the_first_n_timed_pick_or_
     assert script.to_time([tile(32), tile(16), tile(8)], record, dense=3) is None
 
 
+def test_a_neighbours_list_names_the_untimed_stages_and_warps_of_the_fastest_timed_tile(script):
+    aten = KernelConfig("aten", "aten::mm")
+    fastest = KernelConfig("triton", "mm", 64, 64, 32, 3, 4, 8)
+    slower = KernelConfig("triton", "mm", 128, 64, 32, 3, 4, 8)
+    record = ProblemTimings(GemmProblem("mm", 64, 64, 64), (aten, fastest, slower), (5.0, 3.0, 4.0))
+    warps_2, stages_5 = dataclasses.replace(fastest, num_warps=2), dataclasses.replace(fastest, num_stages=5)
+    other_group, other_block = dataclasses.replace(fastest, group_m=4), dataclasses.replace(fastest, block_k=64)
+    configs = [aten, slower, fastest, warps_2, other_group, stages_5, other_block, dataclasses.replace(slower, num_warps=8)]
+    assert script.neighbours(configs, record) == (warps_2, stages_5, fastest)  # the reference last
+    assert script.neighbours([aten, fastest, slower, other_group], record) is None  # nothing untimed beside it
+    assert script.neighbours(configs, ProblemTimings(record.problem, (aten,), (5.0,))) is None  # no Triton tile timed
+
+
 #: The label rounds whose picks a list was drawn beside (joined into the records). Round two's
 #: validation list was drawn from the records alone, so it names a few configs round one timed.
 EARLIER_ROUNDS = {
@@ -59,9 +73,14 @@ EARLIER_ROUNDS = {
     ("pick-labels-dense-1", "validation"): [
         "pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity", "pick-labels-dense-1", "pick-labels-4",
     ],
+    ("pick-labels-neighbours-1", "train"): [
+        "pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity", "pick-labels-dense-1", "pick-labels-4",
+    ],
 }
 #: A dense round's list: the untimed configs among the first N of each ranking (``--dense N``).
 DENSE = {"pick-labels-dense-1": 5}
+#: A neighbours round's list: the untimed stages and warps of the fastest timed tile (``--neighbours``).
+NEIGHBOURS = {"pick-labels-neighbours-1"}
 
 
 @pytest.mark.parametrize("prefix, split, least", [
@@ -70,6 +89,7 @@ DENSE = {"pick-labels-dense-1": 5}
     ("pick-labels-3", "validation", 5),
     ("pick-labels-3-capacity", "train", 600), ("pick-labels-3-capacity", "validation", 5),
     ("pick-labels-dense-1", "train", 3000), ("pick-labels-4", "train", 300), ("pick-labels-dense-1", "validation", 100),
+    ("pick-labels-neighbours-1", "train", 4000),
 ])  # fmt: skip
 def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, prefix, split, least):
     """Training problems of the fold families (fitting), held-out families' validation problems
@@ -95,8 +115,13 @@ def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(
         timed = dict(zip(record.configs, record.times_us))
         timed_triton = [c for c in timed if c.kind == "triton"]
         untimed = list(listed[problem][:-1] if timed_triton else listed[problem])
-        assert 1 <= len(untimed) <= DENSE.get(prefix, script.TOP) and not set(untimed) & set(timed)
+        assert untimed and not set(untimed) & set(timed)
         most = max(most, len(untimed))
+        if prefix in NEIGHBOURS:  # the reference's tile at other stages and warps
+            reference = listed[problem][-1]
+            assert all(dataclasses.replace(c, num_stages=reference.num_stages, num_warps=reference.num_warps) == reference for c in untimed)
+        else:
+            assert len(untimed) <= DENSE.get(prefix, script.TOP)
         if timed_triton:  # the day's reference: the fastest tile the dataset timed
             assert timed[listed[problem][-1]] == min(timed[c] for c in timed_triton)
         if index % 50 == 0:  # every config in the problem's space: the sweep can time it
