@@ -43,7 +43,8 @@ Collect it with ``--validation pick-labels-validation.json --validation-space li
 compile-time list that differ from its fastest timed Triton tile in stages and warps alone and
 were not timed, beside that tile (:func:`neighbours`): most such configs were never timed for any
 problem's fastest tile, so no model learnt how stages and warps move a tile's time near the best,
-where the single pick's misses lie (``h100_e2e_heldout_bound_2026-11-28/``). It needs no model.
+where some of the single pick's misses lie (3 of its 9 attention-bmm misses in
+``h100_e2e_heldout_bound_2026-11-28/``). It needs no model.
 """
 
 from __future__ import annotations
@@ -73,7 +74,6 @@ from diode_backend.problem import KIND_TRITON, KernelConfig  # noqa: E402
 from diode_backend.workload import workload_class  # noqa: E402
 
 LISTS = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems"
-TARGET, VALIDATION_TARGET = LISTS / "pick-labels-train.json", LISTS / "pick-labels-validation.json"
 #: How many untimed configs of the top of a compile-time ranking are listed, the pick first.
 TOP = 3
 
@@ -147,10 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: the held-out families' validation problems as MODEL (a model.pt) ranks them, to "
         "measure its confidence on them (written to pick-labels-validation.json)",
     )  # fmt: skip
-    parser.add_argument("--target", type=Path)
+    parser.add_argument("--target", type=Path, help="the list to write (default: trained_models/data/h100/problems/pick-labels[-ROUND]-SPLIT.json)")
     parser.add_argument(
         "--round", default="1",
-        help="the round of labels the list is for: a round other than 1 names it pick-labels-ROUND-SPLIT (with --target)",
+        help="the round of labels the list is for: a round other than 1 names it pick-labels-ROUND-SPLIT",
     )  # fmt: skip
     parser.add_argument("--pick-labels", nargs="+", default=[], help="earlier rounds' labels, a folder each: the picks they timed are not listed")
     parser.add_argument(
@@ -174,12 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     kinds = {config.kind for record in records for config in record.configs}
     if args.neighbours:
         folds = [r for r in records if family_of(r) not in {*HOLDOUT, *STOPPING, *CALIBRATION}]
-        listed, split, target = listed_neighbours(folds, hardware), "train", args.target or TARGET
+        listed, split = listed_neighbours(folds, hardware), "train"
     else:
         if args.heldout:
             heldout = joined([r for r in dataset.split("validation") if family_of(r) in HOLDOUT], labels)
             groups = [(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]
-            split, target = "validation", args.target or VALIDATION_TARGET
+            split = "validation"
         else:
             ranked = rank_out_of_fold(
                 records, hardware, registry.feature_extractors()["gemm"], args.output, TrainOptions(), folds=3,
@@ -189,10 +189,11 @@ def main(argv: list[str] | None = None) -> int:
                 (FrozenTimingModel(load_checkpoint(path).model), [r for r in records if family_of(r) in families])
                 for families, path in zip(ranked.folds, ranked.checkpoints)
             ]
-            split, target = "train", args.target or TARGET
+            split = "train"
         listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds, args.dense).items()}
     prefix = "pick-labels" if args.round == "1" else f"pick-labels-{args.round}"
     name = f"{prefix}-{split}"
+    target = args.target or LISTS / f"{name}.json"
     named = [(f"{prefix}:{family_of(record)}", record.problem) for record in listed]
     shapes.to_json(named, target, name, configs={record.problem: wanted for record, wanted in listed.items()})
     classes = Counter(workload_class(record.problem) for record in listed)
