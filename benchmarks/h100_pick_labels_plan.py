@@ -15,7 +15,7 @@
         # ... the untimed configs among the first 5 of each held-out ranking
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --neighbours --round neighbours-1 \
         --pick-labels ... --target trained_models/data/h100/problems/pick-labels-neighbours-1-train.json
-        # ... the untimed stages and warps of each training problem's fastest timed tile (no model)
+        # ... the untimed configs one step from each training problem's fastest timed tile (no model)
 
 The shipped confidence is fitted out of fold on the training problems whose compile-time pick
 (DIODE's ranking over Inductor's whole candidate list) was timed: 2,198 of 4,719. The others
@@ -39,12 +39,11 @@ shipped one) ranks them: not to fit anything, but so that ``diode validate --pic
 judge its confidence on every held-out problem, not only those whose pick was timed (118 of 173).
 Collect it with ``--validation pick-labels-validation.json --validation-space listed``.
 
-``--neighbours`` lists, for each training problem of the fold families, the configs of its
-compile-time list that differ from its fastest timed Triton tile in stages and warps alone and
-were not timed, beside that tile (:func:`neighbours`): most such configs were never timed for any
-problem's fastest tile, so no model learnt how stages and warps move a tile's time near the best,
-where some of the single pick's misses lie (3 of its 9 attention-bmm misses in
-``h100_e2e_heldout_bound_2026-11-28/``). It needs no model.
+``--neighbours`` lists, for each training problem of the fold families, the untimed configs of
+its compile-time list one step from its fastest timed Triton tile, beside that tile
+(:func:`neighbours`): most of them were never timed for any problem's fastest tile, so no model
+learnt how a step of stages, warps or block moves a tile's time near the best, where most of the
+out-of-fold misses lie (``h100_pick_labels_training.md``, "A neighbours round"). It needs no model.
 """
 
 from __future__ import annotations
@@ -94,18 +93,31 @@ def to_time(order: list[KernelConfig], record: ProblemTimings, dense: int = 0) -
     return (*untimed, *([min(triton, key=timed.__getitem__)] if triton else []))
 
 
+def one_step(config: KernelConfig, best: KernelConfig) -> bool:
+    """Whether ``config`` is one step from ``best``: the same tile at other ``num_stages`` or
+    ``num_warps``, or, at the same stages and warps, one of BLOCK_M, BLOCK_N and BLOCK_K halved
+    or doubled (the same kind, template and group)."""
+    if dataclasses.replace(config, num_stages=best.num_stages, num_warps=best.num_warps) == best:
+        return config != best
+    if (config.num_stages, config.num_warps) != (best.num_stages, best.num_warps):
+        return False
+    blocks = [(config.block_m, best.block_m), (config.block_n, best.block_n), (config.block_k, best.block_k)]
+    changed = [(new, old) for new, old in blocks if new != old]
+    same_rest = dataclasses.replace(config, block_m=best.block_m, block_n=best.block_n, block_k=best.block_k) == best
+    return same_rest and len(changed) == 1 and changed[0][0] in (2 * changed[0][1], changed[0][1] / 2)
+
+
 def neighbours(configs: list[KernelConfig], record: ProblemTimings) -> tuple[KernelConfig, ...] | None:
     """What a neighbours round times for ``record``: the configs of ``configs`` (its compile-time
-    list) that ``record`` did not time and that differ from its fastest timed Triton tile in
-    ``num_stages`` and ``num_warps`` alone, with that tile last (the day's reference); None where
-    it timed no Triton tile or every such config."""
+    list) that ``record`` did not time and that are one step from its fastest timed Triton tile
+    (:func:`one_step`), with that tile last (the day's reference); None where it timed no Triton
+    tile or every such config."""
     timed = dict(zip(record.configs, record.times_us))
     triton = [c for c in timed if c.kind == KIND_TRITON]
     if not triton:
         return None
     best = min(triton, key=timed.__getitem__)
-    same_tile = [c for c in configs if dataclasses.replace(c, num_stages=best.num_stages, num_warps=best.num_warps) == best]
-    untimed = [c for c in same_tile if c not in timed]
+    untimed = [c for c in configs if c not in timed and one_step(c, best)]
     return (*untimed, best) if untimed else None
 
 
@@ -159,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--neighbours", action="store_true",
-        help="instead: the untimed stages and warps of each training problem's fastest timed tile (no model)",
+        help="instead: the untimed configs one step from each training problem's fastest timed tile (no model)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.neighbours and (args.heldout or args.output or args.dense):

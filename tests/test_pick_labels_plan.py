@@ -47,16 +47,24 @@ def test_a_dense_list_names_the_untimed_configs_among_the_first_n_timed_pick_or_
     assert script.to_time([tile(32), tile(16), tile(8)], record, dense=3) is None
 
 
-def test_a_neighbours_list_names_the_untimed_stages_and_warps_of_the_fastest_timed_tile(script):
+def test_a_neighbours_list_names_the_untimed_configs_one_step_from_the_fastest_timed_tile(script):
     aten = KernelConfig("aten", "aten::mm")
     fastest = KernelConfig("triton", "mm", 64, 64, 32, 3, 4, 8)
-    slower = KernelConfig("triton", "mm", 128, 64, 32, 3, 4, 8)
+    slower = KernelConfig("triton", "mm", 128, 64, 32, 3, 4, 8)  # BLOCK_M doubled, timed already
     record = ProblemTimings(GemmProblem("mm", 64, 64, 64), (aten, fastest, slower), (5.0, 3.0, 4.0))
     warps_2, stages_5 = dataclasses.replace(fastest, num_warps=2), dataclasses.replace(fastest, num_stages=5)
-    other_group, other_block = dataclasses.replace(fastest, group_m=4), dataclasses.replace(fastest, block_k=64)
-    configs = [aten, slower, fastest, warps_2, other_group, stages_5, other_block, dataclasses.replace(slower, num_warps=8)]
-    assert script.neighbours(configs, record) == (warps_2, stages_5, fastest)  # the reference last
-    assert script.neighbours([aten, fastest, slower, other_group], record) is None  # nothing untimed beside it
+    half_n, double_k = dataclasses.replace(fastest, block_n=32), dataclasses.replace(fastest, block_k=64)
+    far = [
+        dataclasses.replace(fastest, group_m=4),  # another group
+        dataclasses.replace(fastest, block_k=128),  # BLOCK_K four times
+        dataclasses.replace(fastest, block_n=32, block_k=64),  # two blocks changed
+        dataclasses.replace(half_n, num_warps=2),  # a block changed at other warps
+        dataclasses.replace(slower, num_warps=8),  # one step from the slower tile only
+        dataclasses.replace(fastest, template="bmm"),
+    ]
+    configs = [aten, slower, fastest, warps_2, *far, half_n, stages_5, double_k]
+    assert script.neighbours(configs, record) == (warps_2, half_n, stages_5, double_k, fastest)  # the reference last
+    assert script.neighbours([aten, fastest, slower, *far], record) is None  # nothing untimed one step away
     assert script.neighbours(configs, ProblemTimings(record.problem, (aten,), (5.0,))) is None  # no Triton tile timed
 
 
@@ -79,7 +87,7 @@ EARLIER_ROUNDS = {
 }
 #: A dense round's list: the untimed configs among the first N of each ranking (``--dense N``).
 DENSE = {"pick-labels-dense-1": 5}
-#: A neighbours round's list: the untimed stages and warps of the fastest timed tile (``--neighbours``).
+#: A neighbours round's list: the untimed configs one step from the fastest timed tile (``--neighbours``).
 NEIGHBOURS = {"pick-labels-neighbours-1"}
 
 
@@ -117,9 +125,8 @@ def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(
         untimed = list(listed[problem][:-1] if timed_triton else listed[problem])
         assert untimed and not set(untimed) & set(timed)
         most = max(most, len(untimed))
-        if prefix in NEIGHBOURS:  # the reference's tile at other stages and warps
-            reference = listed[problem][-1]
-            assert all(dataclasses.replace(c, num_stages=reference.num_stages, num_warps=reference.num_warps) == reference for c in untimed)
+        if prefix in NEIGHBOURS:  # one step from the reference
+            assert all(script.one_step(c, listed[problem][-1]) for c in untimed)
         else:
             assert len(untimed) <= DENSE.get(prefix, script.TOP)
         if timed_triton:  # the day's reference: the fastest tile the dataset timed
