@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import math
 import statistics
@@ -45,6 +46,21 @@ def test_json_lists_round_trip(tmp_path):
     assert named[-1][1] == GemmProblem("bmm", 64, 64, 64, batch=4, dtype="float32", allow_tf32=True)
     (tmp_path / "bare.json").write_text('[{"op": "mm", "m": 1, "n": 2, "k": 3}]')
     assert shapes.from_json(tmp_path / "bare.json") == [("json:bare", GemmProblem("mm", 1, 2, 3))]
+
+
+def test_a_list_named_gz_is_written_and_read_gzip_compressed(tmp_path):
+    problem = GemmProblem("mm", 64, 64, 64, dtype="bfloat16")
+    tiles = tuple(c for c in plan.candidate_configs(problem, H100) if c.kind == "triton")[:3]
+    named = [("round:x", problem), ("round:y", GemmProblem("bmm", 8, 77, 40, batch=16, dtype="float16"))]
+    shapes.to_json(named, tmp_path / "round.json.gz", "round", configs={problem: tiles})
+    shapes.to_json(named, tmp_path / "round.json", "round", configs={problem: tiles})
+    compressed = (tmp_path / "round.json.gz").read_bytes()
+    assert gzip.decompress(compressed) == (tmp_path / "round.json").read_bytes()  # the same list, compressed
+    assert len(compressed) < (tmp_path / "round.json").stat().st_size
+    assert shapes.from_json(tmp_path / "round.json.gz") == named
+    assert shapes.listed_configs(tmp_path / "round.json.gz") == {problem: tiles}
+    (tmp_path / "bare.json.gz").write_bytes(gzip.compress(b'[{"op": "mm", "m": 1, "n": 2, "k": 3}]'))
+    assert shapes.from_json(tmp_path / "bare.json.gz") == [("json:bare", GemmProblem("mm", 1, 2, 3))]
 
 
 def test_from_model_records_the_gemms_a_model_runs_with_their_layouts():

@@ -11,6 +11,7 @@ cannot use.
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import math
 import random
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...files import write_atomic
 from ...problem import CONFIG_FIELDS, GemmProblem, KernelConfig
 
 Sizes = tuple[int, int, int]  # (m, n, k)
@@ -130,7 +132,8 @@ def expand(
 
 def from_json(path: str | Path) -> list[Named]:
     """Problems listed in a JSON file: ``{"name": ..., "problems": [GemmProblem fields, ...]}``
-    or a bare list; a problem's ``generator`` key overrides ``json:<name>``."""
+    or a bare list; a problem's ``generator`` key overrides ``json:<name>``. A file named
+    ``*.gz`` is gzip-compressed (the long lists of configs a label round times)."""
     name, entries, _ = _entries(path)
     return [(entry.get("generator", f"json:{name}"), GemmProblem.from_dict(entry)) for entry in entries]
 
@@ -139,10 +142,13 @@ def _entries(path: str | Path) -> tuple[str, list[dict[str, Any]], tuple[str, ..
     """A problem list's name (the file's stem unless it names one), its entries, and the
     KernelConfig fields its configs give by position (``config_fields``; none: each config
     is a dict of fields)."""
-    data = json.loads(Path(path).read_text())
+    path = Path(path)
+    raw = path.read_bytes()
+    data = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+    stem = Path(path.stem).stem if path.suffix == ".gz" else path.stem
     if isinstance(data, dict):
-        return data.get("name", Path(path).stem), data["problems"], tuple(data.get("config_fields", ()))
-    return Path(path).stem, data, ()
+        return data.get("name", stem), data["problems"], tuple(data.get("config_fields", ()))
+    return stem, data, ()
 
 
 def listed_configs(path: str | Path) -> dict[GemmProblem, tuple[KernelConfig, ...]]:
@@ -162,9 +168,10 @@ def listed_configs(path: str | Path) -> dict[GemmProblem, tuple[KernelConfig, ..
 def to_json(
     problems: Iterable[Named], path: str | Path, name: str, configs: Mapping[GemmProblem, Sequence[KernelConfig]] | None = None
 ) -> None:
-    """Write problems in the format :func:`from_json` reads (the file's folder is created), with
-    each problem's ``configs`` where given (:func:`listed_configs`), each a list of
-    :data:`CONFIG_FIELDS` values (a dict per config would triple a list's size)."""
+    """Write problems in the format :func:`from_json` reads (the file's folder is created;
+    ``*.gz``: gzip-compressed), with each problem's ``configs`` where given
+    (:func:`listed_configs`), each a list of :data:`CONFIG_FIELDS` values (a dict per config
+    would triple a list's size)."""
     listed = configs or {}
 
     def entry(generator: str, problem: GemmProblem) -> dict[str, Any]:
@@ -175,9 +182,9 @@ def to_json(
 
     lines = [json.dumps(entry(generator, problem)) for generator, problem in problems]
     header = {"name": name, **({"config_fields": CONFIG_FIELDS} if listed else {})}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
     # one problem per line: diffs of committed lists stay readable
-    Path(path).write_text(json.dumps(header)[:-1] + ', "problems": [\n' + ",\n".join(lines) + "\n]}\n")
+    text = (json.dumps(header)[:-1] + ', "problems": [\n' + ",\n".join(lines) + "\n]}\n").encode()
+    write_atomic(path, gzip.compress(text, mtime=0) if Path(path).suffix == ".gz" else text)
 
 
 def from_model(name: str, run: Callable[[], Any]) -> list[Named]:
