@@ -16,7 +16,7 @@
 # alone, no validation, on the default space (benchmarks/h100_regions_plan.py; SET=regions-2 its
 # second draw, zoo-regions-2-train.json); SET=alignment: zoo-alignment-train.json alone, no
 # validation, on the default space (benchmarks/h100_alignment_plan.py); SET=pick-labels-ROUND: a
-# round of pick labels, problems/pick-labels-ROUND-train.json on the listed space, into a dataset
+# round of pick labels, problems/pick-labels-ROUND-train.json (or .json.gz) on the listed space, into a dataset
 # directory of its own, .pick-labels-ROUND, not the training dataset's (benchmarks/h100_pick_labels_plan.py;
 # to resume, unpack the last call's raw.tgz in the repository root and carry that directory).
 # What comes back is under $OUT:
@@ -47,8 +47,9 @@ case ${SET:-base} in
              runs="2026-11-24-regions-2" ;;
   alignment) train=$problems/zoo-alignment-train.json; validation=; vspace=default; space=default
              runs="2026-11-24-alignment" ;;
-  pick-labels-*) train=$problems/$SET-train.json; validation=; vspace=listed; space=listed; data=.$SET; runs=
-                 [ -f "$train" ] || { echo "SET=$SET: no $train"; exit 2; } ;;
+  pick-labels-*) train=$problems/$SET-train.json; [ -f "$train" ] || train=$train.gz
+                 validation=; vspace=listed; space=listed; data=.$SET; runs=
+                 [ -f "$train" ] || { echo "SET=$SET: no $problems/$SET-train.json(.gz)"; exit 2; } ;;
   *) echo "SET must be base, zoo, attn, gaps, precision, tf32, regions, regions-2, alignment or pick-labels-ROUND"; exit 2 ;;
 esac
 case ${LAUNCH:-python} in

@@ -14,7 +14,7 @@
         --dense 5 --pick-labels ... --target trained_models/data/h100/problems/pick-labels-dense-1-validation.json
         # ... the untimed configs among the first 5 of each held-out ranking
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --neighbours --round neighbours-1 \
-        --pick-labels ... --target trained_models/data/h100/problems/pick-labels-neighbours-1-train.json
+        --pick-labels ... --target trained_models/data/h100/problems/pick-labels-neighbours-1-train.json.gz
         # ... the untimed configs one step from each training problem's fastest timed tile (no model)
 
 The shipped confidence is fitted out of fold on the training problems whose compile-time pick

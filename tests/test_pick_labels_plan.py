@@ -104,6 +104,7 @@ def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(
     (measuring only). A later round's lists name picks that the earlier rounds' labels did not
     time either (the records joined with them are ranked)."""
     path = DATA / "problems" / f"{prefix}-{split}.json"
+    path = path if path.is_file() else path.with_name(path.name + ".gz")  # a long list is kept compressed
     named, listed = shapes.from_json(path), shapes.listed_configs(path)
     records = load_dataset(DATA / "dataset").split(split)
     if (prefix, split) in EARLIER_ROUNDS:
