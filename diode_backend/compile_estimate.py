@@ -8,9 +8,10 @@ above ``diode_max_compile_s`` (:func:`~diode_backend.policy.measured_set`).
 A table holds the mean compile seconds of each tile class, ``precision/template``, by output
 block area (``block_m * block_n``), as ``benchmarks/compile_time_table.py --fit`` writes it from
 timed compiles; the ``diode_compile_seconds`` hook says which table holds for a device (the
-built-in: ``compile_seconds.json`` beside this module, timed on an H100, for NVIDIA GPUs). A tile's estimate is its class's
-mean at the largest timed area not above its own (the smallest timed area for a smaller tile); a
-class the table lacks, or a device with no table, has no estimate.
+built-in: ``compile_seconds.json`` beside this module, timed on an H100, for NVIDIA GPUs). A
+tile's estimate is its class's mean at the largest timed area not above its own (the smallest
+timed area for a smaller tile); a class the table lacks, or a device with no table, has no
+estimate.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from . import registry
 from .problem import KIND_ATEN, KIND_TRITON, GemmProblem, HardwareInfo, KernelConfig
 from .tf32 import triton_tf32_active
+
 
 def precision(problem: GemmProblem, tf32_rule: str = "") -> str:
     """The precision class of ``problem``'s Triton dots under ``tf32_rule`` (empty: the running
