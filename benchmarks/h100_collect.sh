@@ -60,7 +60,7 @@ esac
 mkdir -p "$data"
 for run in $runs; do
   [ -d "trained_models/data/h100/runs/$run" ] || continue
-  for shard in trained_models/data/h100/runs/$run/*.msgpack; do [ -e "$data/$run-${shard##*/}" ] || cp -p "$shard" "$data/$run-${shard##*/}"; done
+  for shard in trained_models/data/h100/runs/$run/*.msgpack*; do [ -e "$data/$run-${shard##*/}" ] || cp -p "$shard" "$data/$run-${shard##*/}"; done
 done
 { nvidia-smi; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"; nproc; } > "$OUT/machine.txt" 2>&1
 step() { echo "$1 rc=$2 at ${SECONDS}s" | tee -a "$OUT/steps.log"; }

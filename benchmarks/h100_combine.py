@@ -20,9 +20,9 @@ RETIMES gives the timings of the problems it holds, the earlier runs' are left o
 environment records this.
 
 A shard has one TF32 rule (diode_backend.tf32; every run up to 2026-11-24 timed ``alignment``),
-so problems keep theirs by going to one combined shard per rule: ``h100-sweep.msgpack`` for the
-first run's rule, ``h100-sweep-<rule>.msgpack`` for each other, whose environment is that of
-the runs of its rule and records the rule.
+so problems keep theirs by going to one combined shard per rule: ``h100-sweep.msgpack.gz`` for
+the first run's rule, ``h100-sweep-<rule>.msgpack.gz`` for each other (gzip-compressed, as every
+committed shard), whose environment is that of the runs of its rule and records the rule.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def main() -> None:
             "runs": [meta.environment["date"] for _, meta in timed],
             "timing_by_run": [meta.environment.get("timing") for _, meta in timed],
         }
-        name = "h100-sweep.msgpack" if i == 0 else f"h100-sweep-{rule}.msgpack"
+        name = "h100-sweep.msgpack.gz" if i == 0 else f"h100-sweep-{rule}.msgpack.gz"
         meta = meta_of_rule(DatasetMeta(data.hardware, environment), rule, problems)
         write_shard(ROOT / "dataset" / name, meta, problems)
         print(f"{len(problems)} problems of TF32 rule {rule!r} -> {ROOT / 'dataset' / name}")

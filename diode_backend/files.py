@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 import tempfile
+import zlib
 from pathlib import Path
+
+#: A file DIODE reads or writes under a name ending so is gzip-compressed (a committed dataset
+#: shard or a long problem list: a third of the bytes the GPU machine's copy of the tree takes).
+GZIP_SUFFIX = ".gz"
 
 
 def write_atomic(
@@ -31,6 +37,34 @@ def write_atomic(
         Path(temp).unlink(missing_ok=True)
         raise
     return path
+
+
+def compressed_as_named(path: str | os.PathLike[str], data: bytes) -> bytes:
+    """``data`` as a file at ``path`` holds it: gzip-compressed (reproducibly: no time stamp)
+    where the name ends in :data:`GZIP_SUFFIX`, else as is."""
+    return gzip.compress(data, mtime=0) if Path(path).name.endswith(GZIP_SUFFIX) else data
+
+
+def decompressed_as_named(path: str | os.PathLike[str], data: bytes, max_bytes: int) -> bytes:
+    """The bytes a file at ``path`` holding ``data`` stands for: gunzipped (at most
+    ``max_bytes`` of them, so a small file cannot expand to exhaust memory) where the name ends
+    in :data:`GZIP_SUFFIX`, else ``data``.
+
+    :raises RefusedFile: it expands past ``max_bytes``.
+    :raises ValueError: it is not gzip data, or is cut short.
+    """
+    if not Path(path).name.endswith(GZIP_SUFFIX):
+        return data
+    stream = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = stream.decompress(data, max_bytes + 1)
+    except zlib.error as err:
+        raise ValueError(f"{path}: not gzip data ({err})") from None
+    if len(out) > max_bytes:
+        raise RefusedFile(f"{path}: expands past the {max_bytes} bytes DIODE reads from such a file")
+    if not stream.eof:
+        raise ValueError(f"{path}: gzip data cut short")
+    return out
 
 
 class RefusedFile(OSError):

@@ -136,6 +136,9 @@ def test_dataset_info_and_merge(capsys, tmp_path):
     assert json.loads(text)["pairs"] == 2
     code, text, _ = run(capsys, "dataset", "merge", str(tmp_path / "in"), "-o", str(tmp_path / "out"))
     assert code == 0 and "2 problems in 1 shard(s)" in text
+    code, text, _ = run(capsys, "dataset", "merge", str(tmp_path / "in"), "-o", str(tmp_path / "packed"), "--compress")
+    assert code == 0 and [p.name for p in (tmp_path / "packed").iterdir()] == ["part-000.msgpack.gz"]
+    assert load_dataset(tmp_path / "packed").problems == load_dataset(tmp_path / "out").problems
     (tmp_path / "bad.msgpack").write_bytes(b"\x93\x01\x02\x03")
     code, _, err = run(capsys, "dataset", "info", str(tmp_path / "bad.msgpack"))
     assert code == 1 and "bad.msgpack: format" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import math
 
 import msgpack
@@ -23,6 +24,7 @@ from diode_backend.offline.dataset import (
     summarize,
     write_shard,
 )
+from diode_backend.files import RefusedFile, decompressed_as_named
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
 H100 = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132, compute_capability=(9, 0))
@@ -89,6 +91,36 @@ def test_wrong_format_and_version_are_rejected_naming_the_file(tmp_path):
         read_shard(broken)
     with pytest.raises(DatasetError, match="no such dataset"):
         load_dataset(tmp_path / "missing")
+
+
+def test_a_shard_named_gz_is_written_and_read_gzip_compressed(tmp_path):
+    items = [timings(m) for m in range(1, 51)]
+    plain = write_shard(tmp_path / "plain" / "a.msgpack", META, items)
+    packed = write_shard(tmp_path / "both" / "b.msgpack.gz", META, items[25:])
+    assert gzip.decompress(packed.read_bytes()) == write_shard(tmp_path / "b.msgpack", META, items[25:]).read_bytes()
+    assert packed.stat().st_size < plain.stat().st_size / 2
+    write_shard(tmp_path / "both" / "a.msgpack", META, items[:25])
+    both = load_dataset(tmp_path / "both")  # a folder may hold both kinds; path order: a, then b
+    assert [p.problem.m for p in both] == list(range(1, 51))
+    assert [p.times_us for p in both] == [p.times_us for p in load_dataset(plain)]
+    (merged,) = merge_datasets([tmp_path / "both"], tmp_path / "merged", compress=True)
+    assert merged.name == "part-000.msgpack.gz" and load_dataset(merged).problems == both.problems
+
+
+def test_a_damaged_or_expanding_gz_shard_is_a_clear_error(tmp_path):
+    data = gzip.compress(b"\x00" * 4096)
+    cut = tmp_path / "cut.msgpack.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DatasetError, match=r"cut\.msgpack\.gz: gzip data cut short; collect it again"):
+        read_shard(cut)
+    garbage = tmp_path / "garbage.msgpack.gz"
+    garbage.write_bytes(b"not gzip at all")
+    with pytest.raises(DatasetError, match=r"garbage\.msgpack\.gz: not gzip data"):
+        load_dataset(garbage)
+    with pytest.raises(RefusedFile, match=r"x\.gz: expands past the 4095 bytes"):
+        decompressed_as_named("x.gz", data, 4095)  # a small file cannot expand without bound
+    assert decompressed_as_named("x.gz", data, 4096) == b"\x00" * 4096
+    assert decompressed_as_named("x.msgpack", data, 10) == data  # only the name decides
 
 
 def test_interrupted_writer_keeps_flushed_problems_and_resume_skips_them(tmp_path):

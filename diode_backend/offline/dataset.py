@@ -1,7 +1,8 @@
 """The one dataset format: measured GEMM timings, versioned msgpack, columnar, append-only shards.
 
-A dataset is a directory of shard files (``*.msgpack``) or a single shard file. Each shard is one
-msgpack map, written once (temp file then ``os.replace``) and never modified::
+A dataset is a directory of shard files (``*.msgpack``, or ``*.msgpack.gz`` gzip-compressed: the
+committed ones) or a single shard file. Each shard is one msgpack map, written once (temp file
+then ``os.replace``) and never modified::
 
     {"format": "diode-gemm-timings", "version": 1,
      "meta": {"hardware": HardwareInfo.to_dict(), "environment": {...}},
@@ -32,7 +33,7 @@ from typing import Any
 import msgpack
 
 from .. import codec
-from ..files import RefusedFile, read_regular_file, write_atomic
+from ..files import GZIP_SUFFIX, RefusedFile, compressed_as_named, decompressed_as_named, read_regular_file, write_atomic
 from ..problem import BIASES, CONFIG_FIELDS, DTYPE_BYTES, LAYOUTS, SUPPORTED_DTYPES, SUPPORTED_OPS, GemmProblem, HardwareInfo, KernelConfig
 from ..tf32 import RULES, inductor_rule
 
@@ -40,6 +41,8 @@ FORMAT = "diode-gemm-timings"
 VERSION = 1
 SPLITS = ("train", "validation")
 SHARD_SUFFIX = ".msgpack"
+#: The names of shard files: plain, and gzip-compressed.
+SHARD_SUFFIXES = (SHARD_SUFFIX, SHARD_SUFFIX + GZIP_SUFFIX)
 #: A shard of a whole collection run is a few MiB; the cap only stops a device or a runaway file.
 MAX_SHARD_BYTES = 2**30
 
@@ -186,8 +189,9 @@ def encode_shard(meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> bytes
 
 
 def write_shard(path: str | os.PathLike, meta: DatasetMeta, problems: Sequence[ProblemTimings]) -> Path:
-    """Write one shard atomically (a reader never sees half a file) and return its path."""
-    return write_atomic(path, encode_shard(meta, problems))
+    """Write one shard atomically (a reader never sees half a file; gzip-compressed where
+    ``path`` ends in ``.msgpack.gz``) and return its path."""
+    return write_atomic(path, compressed_as_named(path, encode_shard(meta, problems)))
 
 
 class ShardWriter:
@@ -247,10 +251,11 @@ class ShardWriter:
 
 
 def shard_paths(path: str | os.PathLike) -> list[Path]:
-    """The shard files of a dataset: the file itself, or a directory's ``*.msgpack`` (sorted)."""
+    """The shard files of a dataset: the file itself, or a directory's ``*.msgpack`` and
+    ``*.msgpack.gz`` (sorted)."""
     path = Path(path)
     if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.suffix == SHARD_SUFFIX and not p.name.startswith("."))
+        return sorted(p for p in path.iterdir() if p.name.endswith(SHARD_SUFFIXES) and not p.name.startswith("."))
     if path.is_file():
         return [path]
     raise DatasetError(f"{path}: no such dataset file or directory")
@@ -261,11 +266,13 @@ def read_shard(path: str | os.PathLike) -> tuple[DatasetMeta, list[ProblemTiming
     config indices, finite positive times); a file that is not a shard this version reads, or a
     damaged one, raises :class:`DatasetError` naming the file, what is wrong and the fix."""
     path = Path(path)
+    fix = "collect it again or move it out of the dataset"
     try:
-        data = read_regular_file(path, MAX_SHARD_BYTES)
+        data = decompressed_as_named(path, read_regular_file(path, MAX_SHARD_BYTES), MAX_SHARD_BYTES)
     except RefusedFile as err:
         raise DatasetError(str(err)) from err
-    fix = "collect it again or move it out of the dataset"
+    except ValueError as err:
+        raise DatasetError(f"{err}; {fix}") from err
     try:
         payload = msgpack.unpackb(data, raw=False, strict_map_key=False)
     except (msgpack.UnpackException, ValueError) as err:
@@ -302,7 +309,7 @@ def load_dataset(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> Data
         paths = [paths]
     files = [shard for p in paths for shard in shard_paths(p)]
     if not files:
-        raise DatasetError(f"{', '.join(map(str, paths))}: no shards ({SHARD_SUFFIX} files)")
+        raise DatasetError(f"{', '.join(map(str, paths))}: no shards ({' or '.join(SHARD_SUFFIXES)} files)")
     runs: list[DatasetMeta] = []
     problems: list[ProblemTimings] = []
     seen: set[GemmProblem] = set()
@@ -373,10 +380,11 @@ def collected_problems(directory: str | os.PathLike) -> set[GemmProblem]:
     return {item.problem for shard in shard_paths(directory) for item in read_shard(shard)[1]}
 
 
-def merge_datasets(inputs: Iterable[str | os.PathLike], output: str | os.PathLike) -> list[Path]:
+def merge_datasets(inputs: Iterable[str | os.PathLike], output: str | os.PathLike, compress: bool = False) -> list[Path]:
     """Compact the shards under ``inputs`` into ``output`` (a directory): one shard per distinct
     run meta and TF32 rule (:func:`meta_of_rule`), problems deduplicated as in
-    :func:`load_dataset`, each keeping its rule. Returns the shards written."""
+    :func:`load_dataset`, each keeping its rule; gzip-compressed with ``compress``. Returns the
+    shards written."""
     inputs = list(inputs)
     dataset = load_dataset(inputs)
     by_run: dict[tuple[bytes, str], tuple[DatasetMeta, list[ProblemTimings]]] = {}
@@ -392,7 +400,7 @@ def merge_datasets(inputs: Iterable[str | os.PathLike], output: str | os.PathLik
         by_run[owner[item.problem]][1].append(item)
     output = Path(output)
     return [
-        write_shard(output / f"part-{i:03d}{SHARD_SUFFIX}", meta_of_rule(meta, rule, items), items)
+        write_shard(output / f"part-{i:03d}{SHARD_SUFFIXES[compress]}", meta_of_rule(meta, rule, items), items)
         for i, ((_, rule), (meta, items)) in enumerate((k, v) for k, v in by_run.items() if v[1])
     ]
 

@@ -11,7 +11,6 @@ cannot use.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import math
 import random
@@ -19,12 +18,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...files import write_atomic
+from ...files import GZIP_SUFFIX, compressed_as_named, decompressed_as_named, write_atomic
 from ...problem import CONFIG_FIELDS, GemmProblem, KernelConfig
 
 Sizes = tuple[int, int, int]  # (m, n, k)
 Named = tuple[str, GemmProblem]
 
+#: A problem list, compressed or not, expands to at most this many bytes (a label round's is a few MiB).
+MAX_LIST_BYTES = 2**30
 #: Medians of the original torch-diode's log-normal sampler, (m, n, k).
 LOGNORMAL_MEDIANS = (715, 370, 495)
 #: Hidden and MLP sizes of common decoder LLMs (Llama-2/3, Mistral, Qwen-like, GPT-2-like).
@@ -143,9 +144,8 @@ def _entries(path: str | Path) -> tuple[str, list[dict[str, Any]], tuple[str, ..
     KernelConfig fields its configs give by position (``config_fields``; none: each config
     is a dict of fields)."""
     path = Path(path)
-    raw = path.read_bytes()
-    data = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
-    stem = Path(path.stem).stem if path.suffix == ".gz" else path.stem
+    data = json.loads(decompressed_as_named(path, path.read_bytes(), MAX_LIST_BYTES))
+    stem = Path(path.stem).stem if path.name.endswith(GZIP_SUFFIX) else path.stem
     if isinstance(data, dict):
         return data.get("name", stem), data["problems"], tuple(data.get("config_fields", ()))
     return stem, data, ()
@@ -184,7 +184,7 @@ def to_json(
     header = {"name": name, **({"config_fields": CONFIG_FIELDS} if listed else {})}
     # one problem per line: diffs of committed lists stay readable
     text = (json.dumps(header)[:-1] + ', "problems": [\n' + ",\n".join(lines) + "\n]}\n").encode()
-    write_atomic(path, gzip.compress(text, mtime=0) if Path(path).suffix == ".gz" else text)
+    write_atomic(path, compressed_as_named(path, text))
 
 
 def from_model(name: str, run: Callable[[], Any]) -> list[Named]:
