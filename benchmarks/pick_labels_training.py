@@ -1,8 +1,8 @@
 """The study of ``benchmarks/results/h100_pick_labels_training.md``: fold models of the shipped
 recipe trained on the records joined with their pick labels (J) against the shipped model's fold
 models (B), each ranking the training families it was trained without over the compile-time
-list, every pick judged against the joined records; and J's untimed picks listed to time next.
-CPU only.
+list, every pick judged against the joined records; and the untimed picks of both listed to time
+next. CPU only.
 
     python benchmarks/pick_labels_training.py trained_models/data/h100/dataset \\
         --pick-labels trained_models/data/h100/pick-labels [trained_models/data/h100/pick-labels-2] \\
@@ -15,8 +15,9 @@ shipped recipe's options but ``--hidden`` and ``--layers``; every pick
 is judged against the records joined with all of ``--pick-labels``, a folder per round. B's fold
 models are ``BASELINE.folds`` (as ``h100_pick_labels_plan.py --output BASELINE`` trains
 them: the same folds); J's go to ``OUTPUT.folds``, trained there or, with ``--resume``, reused.
-``--target`` lists J's untimed out-of-fold picks to time; with ``--dense N``, the untimed configs
-among the first N of each of J's out-of-fold rankings (a dense round of labels).
+``--target`` lists the untimed out-of-fold picks of J and of B to time (the rule judges every pick
+of both); with ``--dense N``, J's are the untimed configs among the first N of each of its
+out-of-fold rankings (a dense round of labels).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pick-labels", nargs="+", required=True, help="the labels picks are judged by, a folder per round")
     parser.add_argument("--train-labels", nargs="+", help="the labels J trains on (default: --pick-labels)")
     parser.add_argument("--baseline", type=Path, required=True, help="B's fold models are BASELINE.folds")
-    parser.add_argument("--target", type=Path, help="write J's untimed picks to time here")
+    parser.add_argument("--target", type=Path, help="write the untimed picks of J and B to time here")
     parser.add_argument("--round", default="2", help="the round of labels --target lists (names it pick-labels-ROUND-train; "
                         "a round timing two candidates' picks names each: 3, 3-capacity)")  # fmt: skip
     parser.add_argument(
@@ -128,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint = load_checkpoint(path)
             for index, _, ratio, _ in compile_time_signals(checkpoint.model, checkpoint.novelty["support"], members, extractor, hardware):
                 picks[name][offset + index] = ratio
-        listed.update(listed_picks(FrozenTimingModel(load_checkpoint(paths[1]).model), members, hardware, kinds, args.dense))
+        for path, dense in zip(paths, (0, args.dense)):  # B's untimed picks, then J's
+            network = FrozenTimingModel(load_checkpoint(path).model)
+            for record, wanted in listed_picks(network, members, hardware, kinds, dense).items():
+                listed[record] = tuple(dict.fromkeys(listed.get(record, ()) + wanted))
     result = {
         "study": "benchmarks/results/h100_pick_labels_training.md",
         "folds": new.folds,
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "trained_on_labels": sum(a is not b for a, b in zip(records, trained_on)),
         "judged_by_labels": sum(a is not b for a, b in zip(records, judged_by)),
         **compare(picks, classes),
-        "j_untimed_listed": len(listed),
+        "untimed_listed": len(listed),
     }
     if args.target:
         named = [(f"pick-labels-{args.round}:{family_of(record)}", record.problem) for record in listed]
