@@ -88,6 +88,10 @@ EARLIER_ROUNDS = {
         "pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity", "pick-labels-dense-1", "pick-labels-4",
         "pick-labels-neighbours-1",
     ],
+    ("pick-labels-6", "train"): [
+        "pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity", "pick-labels-dense-1", "pick-labels-4",
+        "pick-labels-neighbours-1", "pick-labels-5",
+    ],
     ("pick-labels-neighbours-2", "train"): [
         "pick-labels", "pick-labels-2", "pick-labels-3", "pick-labels-3-capacity", "pick-labels-dense-1", "pick-labels-4",
         "pick-labels-neighbours-1", "pick-labels-5",
@@ -106,6 +110,7 @@ NEIGHBOURS = {"pick-labels-neighbours-1", "pick-labels-neighbours-2"}
     ("pick-labels-3-capacity", "train", 600), ("pick-labels-3-capacity", "validation", 5),
     ("pick-labels-dense-1", "train", 3000), ("pick-labels-4", "train", 300), ("pick-labels-dense-1", "validation", 100),
     ("pick-labels-neighbours-1", "train", 4000), ("pick-labels-5", "train", 300), ("pick-labels-neighbours-2", "train", 1000),
+    ("pick-labels-6", "train", 200),
 ])  # fmt: skip
 def test_the_committed_lists_name_untimed_picks_beside_their_fastest_timed_tile(script, prefix, split, least):
     """Training problems of the fold families (fitting), held-out families' validation problems
