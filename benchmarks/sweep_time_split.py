@@ -10,7 +10,9 @@ at the pair's stored median, the estimate itself not being stored, and the L2 fl
 run is left out, so the kernel seconds are a floor. Pairs timed again for the noise floor
 (``noise_pairs``) are counted at the mean pair's runs. The rest of the timing seconds is the
 host's work per problem: fresh inputs, the float32 reference, the checks, graph captures and
-synchronizations.
+synchronizations; reports that split it by step (``timing_split``) give ``steps``, summed over
+the reports, and ``replay_over_kernel_runs``: the graph replays' seconds (waiting for the GPU
+included) over the kernel seconds.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ def split(dataset, reports: list[dict]) -> dict:
     load = sum(r["load_seconds"] for r in reports)
     timed_again = sum(r.get("noise_pairs", 0) for r in reports)
     kernels = kernel_seconds(dataset, method) * (pairs + timed_again) / pairs
+    steps: dict[str, float] = {}
+    for report in reports:
+        for name, seconds in report.get("timing_split", {}).items():
+            steps[name] = steps.get(name, 0.0) + seconds
     return {
         "pairs": pairs,
         "timing_seconds": timing,
@@ -53,6 +59,7 @@ def split(dataset, reports: list[dict]) -> dict:
         "pairs_per_timing_second": pairs / timing,
         "pairs_per_timing_second_without_loads": pairs / (timing - load),
         "pairs_per_kernel_run_second": pairs / kernels,
+        **({"steps": steps, "replay_over_kernel_runs": steps.get("timer_replay", 0.0) / kernels} if steps else {}),
     }
 
 

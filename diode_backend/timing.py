@@ -275,6 +275,9 @@ class GraphTimer:
         self.fallback = Timer(method)
         self.host_us: list[float] = []  # each candidate's host time to be captured, of the last problem
         self.fallbacks = 0  # problems timed by the fallback: every one after a failed capture
+        #: host seconds spent, all problems: capturing rounds, replaying them (waiting for the
+        #: GPU and reading the events included), and in the fallback timer
+        self.seconds = {"capture": 0.0, "replay": 0.0, "stream": 0.0}
 
     def time(self, launches: Sequence[Callable[[], Any]]) -> list[list[float]]:
         """The timed runs of each launch, in microseconds (estimate run first)."""
@@ -296,7 +299,9 @@ class GraphTimer:
                 # after a failed capture torch's default generator may be left in capture mode:
                 # no further capture in this process
                 self.fallbacks += 1
+                started = time.perf_counter()
                 samples = self.fallback.time(launches)
+                self.seconds["stream"] += time.perf_counter() - started
                 self.host_us = self.fallback.host_us
                 return samples
             samples: list[list[float]] = [[] for _ in launches]
@@ -315,6 +320,7 @@ class GraphTimer:
 
     def _capture(self, launches, members: Sequence[int], record_host: bool = False):
         """One round: a flush and a run of each member between two external events."""
+        started = time.perf_counter()
         events = [(i, torch.cuda.Event(enable_timing=True, external=True), torch.cuda.Event(enable_timing=True, external=True)) for i in members]
         host = []
         graph = torch.cuda.CUDAGraph()
@@ -330,14 +336,16 @@ class GraphTimer:
                 end.record()
         finally:
             graph.capture_end()
+            self.seconds["capture"] += time.perf_counter() - started
         if record_host:
             self.host_us = host
         return graph, events
 
-    @staticmethod
-    def _replay(captured, samples: list[list[float]]) -> None:
+    def _replay(self, captured, samples: list[list[float]]) -> None:
+        started = time.perf_counter()
         graph, events = captured
         graph.replay()
         events[-1][2].synchronize()
         for i, start, end in events:
             samples[i].append(start.elapsed_time(end) * 1000.0)
+        self.seconds["replay"] += time.perf_counter() - started

@@ -168,6 +168,10 @@ def test_sweep_times_every_candidate_and_resumes(tmp_path):
     report = run_sweep(planned, tmp_path, meta, progress=False, compile_workers=4, retime_every=2)
     assert report.problems == 4 and report.failed_pairs == 0 and report.kernel_failures == 0
     assert report.summary()["noise_pairs"] > 0
+    split = report.timing_split  # the timing seconds by step, the graph timer's within "timer"
+    assert split["timer_capture"] > 0 and split["timer_replay"] > 0 and split["timer_stream"] == 0
+    steps = report.load_seconds + split["operands"] + split["check"] + split["timer"]
+    assert split["timer_capture"] + split["timer_replay"] <= split["timer"] and steps <= report.timing_seconds
     data = load_dataset(tmp_path)
     for item, planned_item in zip(sorted(data, key=lambda x: PROBLEMS.index(x.problem)), planned):
         assert item.configs == planned_item.configs

@@ -41,8 +41,10 @@ SCRIPT = textwrap.dedent(
             return Zeros()
         return kernel.mm_kernel
 
-    result, errors = time_problem(item, FixedTimer(), load, device="cpu")
+    phases = {}
+    result, errors = time_problem(item, FixedTimer(), load, device="cpu", phases=phases)
     print(json.dumps({
+        "phases": phases,
         "kept": [c.template + str(c.block_m) for c in result.configs],
         "times": list(result.times_us),
         "failed": result.failed,
@@ -63,6 +65,8 @@ def test_candidates_are_checked_then_timed_and_failures_counted(triton_interpret
     messages = sorted(out["errors"].values())
     assert messages[0].startswith("RuntimeError: out of resources")
     assert messages[1].startswith("wrong result")
+    # the host seconds of each step, kernel loads (the failed one included) apart from the checks
+    assert set(out["phases"]) == {"operands", "load", "check", "timer"} and all(v > 0 for v in out["phases"].values())
 
 
 def test_the_compile_feeder_records_every_kernel_and_stops_writing_once_told():

@@ -34,6 +34,14 @@ def test_the_split_counts_each_pairs_runs_by_the_recorded_method(script, tmp_pat
     assert result["kernel_run_seconds"] == pytest.approx(2 * once)  # timed again for the noise floor
     assert result["rest_seconds"] == pytest.approx(0.01 - 0.002 - 2 * once)
     assert result["pairs_per_timing_second_without_loads"] == pytest.approx(2 / 0.008)
+    assert "steps" not in result  # a report from before the collector split its seconds
+    halves = [{**report, "pairs": 1, "noise_pairs": 1, "timing_split": {"operands": 0.001, "timer_replay": r}} for r in (0.004, 0.002)]
+    for i, half in enumerate(halves):  # the dataset timed by two runs, a pair each
+        (tmp_path / f"half-{i}.json").write_text(json.dumps(half))
+    script.main([str(tmp_path / "data"), str(tmp_path / "half-0.json"), str(tmp_path / "half-1.json")])
+    result = json.loads(capsys.readouterr().out)
+    assert result["steps"] == {"operands": pytest.approx(0.002), "timer_replay": pytest.approx(0.006)}
+    assert result["replay_over_kernel_runs"] == pytest.approx(0.006 / (2 * once))
     slow = TimingMethod(budget_us=600.0, slow_ratio=0.0)  # the method is the report's, not the default
     report["environment"]["timing"] = slow.describe()
     (tmp_path / "run.json").write_text(json.dumps(report))

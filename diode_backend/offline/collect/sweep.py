@@ -56,6 +56,9 @@ class SweepReport:
     timing_seconds: float = 0.0
     wait_seconds: float = 0.0
     load_seconds: float = 0.0  # of timing_seconds: loading compiled kernels from Triton's cache
+    #: the rest of timing_seconds by step (:func:`time_problem`'s ``phases``; the graph timer's
+    #: capture, replay and fallback seconds as ``timer_*``, parts of ``timer``)
+    timing_split: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
     graph_fallbacks: int = 0  # problems the graph timer could not capture (timed launch by launch)
     host_us: dict[str, float] = field(default_factory=dict)  # median host time to issue a launch
@@ -167,6 +170,8 @@ def run_sweep(
     for worker in finished:
         for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "load_seconds", "graph_fallbacks"):
             setattr(report, name, getattr(report, name) + worker[name])
+        for name, seconds in worker["timing_split"].items():
+            report.timing_split[name] = report.timing_split.get(name, 0.0) + seconds
         report.host_us.update(worker["host_us"])
         report.retimed.extend(worker["retimed"])
         report.devices.append(worker["device"])
@@ -253,12 +258,13 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
         # every launch on one side stream: the graph timer captures there (never the default stream)
         torch.cuda.set_stream(torch.cuda.Stream())
     timer = make_timer(method)
-    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0, "load_seconds": 0.0}
+    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0}
     stats["device"] = f"{device} {meta.hardware.name}"
     retimed: list[tuple[float, float]] = []
     host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
     kernels: dict[int, Any] = {}
     known: dict[int, str] = {}
+    phases: dict[str, float] = {}
     with ShardWriter(output, meta, tag=f"{tag}-{device.replace(':', '')}", every=flush_every, seconds=20) as writer:
         while (deadline is None or time.time() < deadline) and os.getppid() == parent:
             with counters["next"].get_lock():
@@ -274,10 +280,10 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             if not compiled:  # out of time or orphaned while its kernels compile: a rerun times it
                 break
             started = time.perf_counter()
-            load = lambda key: _load(key, keys, kernels, known, stats)  # noqa: E731
-            result, _ = time_problem(item, timer, load, device)
+            load = lambda key: _load(key, keys, kernels, known)  # noqa: E731
+            result, _ = time_problem(item, timer, load, device, phases)
             if retime_every and index % retime_every == 0:
-                again, _ = time_problem(item, timer, load, device)
+                again, _ = time_problem(item, timer, load, device, phases)
                 first = dict(zip(result.configs, result.times_us))
                 retimed.extend((first[c], t) for c, t in zip(again.configs, again.times_us) if c in first)
             stats["timing_seconds"] += time.perf_counter() - started
@@ -290,6 +296,8 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             with counters["done"].get_lock():
                 counters["done"].value += 1
                 counters["pairs"].value += len(result.times_us)
+    stats["load_seconds"] = phases.pop("load", 0.0)
+    stats["timing_split"] = {**phases, **{f"timer_{k}": v for k, v in getattr(timer, "seconds", {}).items()}}
     stats["host_us"] = {f"{kind}_median": statistics.median(v) for kind, v in host.items() if v}
     stats["graph_fallbacks"] = getattr(timer, "fallbacks", 0)
     stats["retimed"] = retimed
@@ -313,14 +321,12 @@ def _wait_for_kernels(
         time.sleep(0.05)
 
 
-def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str], stats: dict):
+def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str]):
     index = keys[key]
     if known.get(index):
         raise RuntimeError(known[index])
     if index not in kernels:
-        started = time.perf_counter()
         kernels[index] = kernel.compile_for(key)  # a hit in Triton's disk cache
-        stats["load_seconds"] += time.perf_counter() - started
     return kernels[index]
 
 
@@ -394,16 +400,24 @@ def triton_launch(problem: GemmProblem, config: KernelConfig, compiled, ops: dic
 
 
 def time_problem(
-    item: PlannedProblem, timer: Timer, load: Callable[[tuple], Any], device: str = "cuda"
+    item: PlannedProblem,
+    timer: Timer,
+    load: Callable[[tuple], Any],
+    device: str = "cuda",
+    phases: dict[str, float] | None = None,
 ) -> tuple[ProblemTimings, dict[KernelConfig, str]]:
     """Time every candidate of ``item``; ``load(compile_key)`` gives a compiled kernel.
 
     Each candidate runs once untimed on a NaN-poisoned output and is kept only if its result
     matches the float32 reference (:data:`ACCURACY_TOLERANCE`); the others are counted as failed and
-    their reason returned.
+    their reason returned. ``phases``, if given, gains the host seconds of each step: ``operands``
+    (inputs and reference), ``load`` (kernels), ``check`` (the checked runs) and ``timer``.
     """
     problem = item.problem
+    started = time.perf_counter()
     ops = make_operands(problem, device)
+    made = time.perf_counter()
+    loading = 0.0
     errors: dict[KernelConfig, str] = {}
     launches: dict[KernelConfig, Callable[[], Any]] = {}
     deviation = torch.full((len(item.configs),), math.nan, device=device)
@@ -413,7 +427,12 @@ def time_problem(
                 if config.kind == KIND_ATEN:
                     launch = aten_launch(problem, config.template, ops)
                 else:
-                    launch = triton_launch(problem, config, load(kernel.compile_key(problem, config)), ops)
+                    loaded = time.perf_counter()
+                    try:
+                        compiled = load(kernel.compile_key(problem, config))
+                    finally:
+                        loading += time.perf_counter() - loaded
+                    launch = triton_launch(problem, config, compiled, ops)
                 ops["out"].fill_(math.nan)
                 launch()
             except Exception as err:  # compile failures, out of resources: Inductor drops these too
@@ -433,7 +452,12 @@ def time_problem(
             else:
                 checked.append(launches[config])
         kept = [c for c in item.configs if c not in errors]
+        checked_at = time.perf_counter()
         samples = timer.time(checked)
+    if phases is not None:
+        steps = {"operands": made - started, "load": loading, "check": checked_at - made - loading, "timer": time.perf_counter() - checked_at}
+        for name, seconds in steps.items():
+            phases[name] = phases.get(name, 0.0) + seconds
     result = ProblemTimings(
         problem=problem,
         configs=tuple(kept),
