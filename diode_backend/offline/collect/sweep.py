@@ -455,7 +455,10 @@ def time_problem(
         checked_at = time.perf_counter()
         samples = timer.time(checked)
     if phases is not None:
-        steps = {"operands": made - started, "load": loading, "check": checked_at - made - loading, "timer": time.perf_counter() - checked_at}
+        steps = {
+            "operands": made - started, "load": loading, "check": checked_at - made - loading,
+            "timer": time.perf_counter() - checked_at,
+        }  # fmt: skip
         for name, seconds in steps.items():
             phases[name] = phases.get(name, 0.0) + seconds
     result = ProblemTimings(
