@@ -125,13 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         offset = len(ranked)
         ranked += members
         classes += [workload_class(r.problem) for r in members]
-        for name, path in zip(picks, paths):
+        for name, path, dense in zip(picks, paths, (0, args.dense)):  # B's untimed picks listed, then J's
             checkpoint = load_checkpoint(path)
             for index, _, ratio, _ in compile_time_signals(checkpoint.model, checkpoint.novelty["support"], members, extractor, hardware):
                 picks[name][offset + index] = ratio
-        for path, dense in zip(paths, (0, args.dense)):  # B's untimed picks, then J's
-            network = FrozenTimingModel(load_checkpoint(path).model)
-            for record, wanted in listed_picks(network, members, hardware, kinds, dense).items():
+            for record, wanted in listed_picks(FrozenTimingModel(checkpoint.model), members, hardware, kinds, dense).items():
                 listed[record] = tuple(dict.fromkeys(listed.get(record, ()) + wanted))
     result = {
         "study": "benchmarks/results/h100_pick_labels_training.md",
