@@ -89,6 +89,15 @@ def compare(picks: dict[str, dict[int, float]], classes: list[str]) -> dict:
     return out
 
 
+def merged(record, *lists: tuple) -> tuple:
+    """Several models' configs to time for ``record`` as one list: the untimed ones of all, each
+    once, then the timed reference tile each list ends with (``to_time``), last as the sweep
+    expects it."""
+    timed = set(record.configs)
+    every = [config for configs in lists for config in configs]
+    return tuple(dict.fromkeys([c for c in every if c not in timed] + [c for c in every if c in timed]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = fold_study_parser(__doc__, output_help="J's fold models go to OUTPUT.folds")
     parser.add_argument("--pick-labels", nargs="+", required=True, help="the labels picks are judged by, a folder per round")
@@ -130,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             for index, _, ratio, _ in compile_time_signals(checkpoint.model, checkpoint.novelty["support"], members, extractor, hardware):
                 picks[name][offset + index] = ratio
             for record, wanted in listed_picks(FrozenTimingModel(checkpoint.model), members, hardware, kinds, dense).items():
-                listed[record] = tuple(dict.fromkeys(listed.get(record, ()) + wanted))
+                listed[record] = merged(record, listed.get(record, ()), wanted)
     result = {
         "study": "benchmarks/results/h100_pick_labels_training.md",
         "folds": new.folds,

@@ -57,3 +57,14 @@ def test_a_lower_geomean_with_a_higher_p90_keeps_b(study):
     result = study.compare({"B": b, "J": j}, ["decode"] * 10)
     assert result["both"]["J"]["geomean"] < result["both"]["B"]["geomean"] - study.GEOMEAN_MARGIN
     assert result["decision"] == "B"
+
+
+def test_two_models_lists_for_one_problem_keep_the_reference_tile_last(study):
+    from diode_backend.offline.dataset import ProblemTimings
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    tile = lambda bm, stages=3: KernelConfig("triton", "triton::mm", bm, 64, 32, stages, 4, 8)  # noqa: E731
+    record = ProblemTimings(GemmProblem("mm", 64, 64, 64), (KernelConfig("aten", "aten::mm"), tile(32)), (2.0, 1.0))
+    b, j = (tile(64), tile(32)), (tile(128), tile(64), tile(32, 4), tile(32))
+    assert study.merged(record, b, j) == (tile(64), tile(128), tile(32, 4), tile(32))
+    assert study.merged(record, (), j) == j
