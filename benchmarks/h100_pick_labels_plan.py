@@ -184,25 +184,25 @@ def main(argv: list[str] | None = None) -> int:
     records = joined(dataset.split("train"), labels)
     hardware = inference_hardware(dataset.hardware)
     kinds = {config.kind for record in records for config in record.configs}
+    def picks_of(groups) -> dict:
+        return {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds, args.dense).items()}
+
     if args.neighbours:
         folds = [r for r in records if family_of(r) not in {*HOLDOUT, *STOPPING, *CALIBRATION}]
         listed, split = listed_neighbours(folds, hardware), "train"
+    elif args.heldout:
+        heldout = joined([r for r in dataset.split("validation") if family_of(r) in HOLDOUT], labels)
+        listed, split = picks_of([(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]), "validation"
     else:
-        if args.heldout:
-            heldout = joined([r for r in dataset.split("validation") if family_of(r) in HOLDOUT], labels)
-            groups = [(FrozenTimingModel(load_checkpoint(args.heldout).model), heldout)]
-            split = "validation"
-        else:
-            ranked = rank_out_of_fold(
-                records, hardware, registry.feature_extractors()["gemm"], args.output, TrainOptions(), folds=3,
-                resume=args.resume, holdout_families=HOLDOUT, stopping_families=STOPPING, calibration_families=CALIBRATION,
-            )  # fmt: skip
-            groups = [
-                (FrozenTimingModel(load_checkpoint(path).model), [r for r in records if family_of(r) in families])
-                for families, path in zip(ranked.folds, ranked.checkpoints)
-            ]
-            split = "train"
-        listed = {record: wanted for network, group in groups for record, wanted in listed_picks(network, group, hardware, kinds, args.dense).items()}
+        ranked = rank_out_of_fold(
+            records, hardware, registry.feature_extractors()["gemm"], args.output, TrainOptions(), folds=3,
+            resume=args.resume, holdout_families=HOLDOUT, stopping_families=STOPPING, calibration_families=CALIBRATION,
+        )  # fmt: skip
+        groups = [
+            (FrozenTimingModel(load_checkpoint(path).model), [r for r in records if family_of(r) in families])
+            for families, path in zip(ranked.folds, ranked.checkpoints)
+        ]
+        listed, split = picks_of(groups), "train"
     prefix = "pick-labels" if args.round == "1" else f"pick-labels-{args.round}"
     name = f"{prefix}-{split}"
     target = args.target or LISTS / f"{name}.json"
