@@ -111,9 +111,8 @@ def run_sweep(
     report = SweepReport(skipped_problems=len(share) - len(todo))
     keys: dict[tuple, int] = {}
     for item in todo:
-        for config in item.configs:
-            if config.kind != KIND_ATEN:
-                keys.setdefault(kernel.compile_key(item.problem, config), len(keys))
+        for key in _compile_keys(item):
+            keys.setdefault(key, len(keys))
     report.kernels = len(keys)
     if not todo:
         return report
@@ -188,7 +187,15 @@ def run_sweep(
 def _compile_init() -> None:
     # compile workers only need a device to ask Triton for its target: the first one is enough
     os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+    # the GPU worker reads back the binary alone: without the other stages' text (LLVM IR, PTX,
+    # several times the binary's bytes) in Triton's cache, each load reads and decodes less
+    os.environ["TRITON_STORE_BINARY_ONLY"] = "1"
     _exit_with_parent()
+
+
+def _compile_keys(item: PlannedProblem) -> list[tuple]:
+    """The compile keys of ``item``'s Triton candidates, in its order."""
+    return [kernel.compile_key(item.problem, c) for c in item.configs if c.kind != KIND_ATEN]
 
 
 def _exit_with_parent() -> None:
@@ -273,7 +280,7 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             if index >= len(todo):
                 break
             item = todo[index]
-            wanted = {keys[kernel.compile_key(item.problem, c)] for c in item.configs if c.kind != KIND_ATEN}
+            wanted = {keys[k] for k in _compile_keys(item)}
             waited = time.perf_counter()
             compiled = _wait_for_kernels(wanted, known, ready, deadline, parent)
             stats["wait_seconds"] += time.perf_counter() - waited
@@ -420,9 +427,9 @@ def time_problem(
     loading = 0.0
     errors: dict[KernelConfig, str] = {}
     launches: dict[KernelConfig, Callable[[], Any]] = {}
-    deviation = torch.full((len(item.configs),), math.nan, device=device)
+    deviations: list[torch.Tensor] = []  # max |out - ref| of each launched candidate, on the device
     with _tf32(problem.allow_tf32):
-        for i, config in enumerate(item.configs):
+        for config in item.configs:
             try:
                 if config.kind == KIND_ATEN:
                     launch = aten_launch(problem, config.template, ops)
@@ -438,17 +445,16 @@ def time_problem(
             except Exception as err:  # compile failures, out of resources: Inductor drops these too
                 errors[config] = f"{type(err).__name__}: {err}"[:300]
                 continue
-            deviation[i] = (ops["out"].float() - ops["ref"]).abs().max()
+            deviations.append(torch.linalg.vector_norm(ops["out"] - ops["ref"], math.inf))  # NaN stays NaN
             launches[config] = launch
         scale = ops["ref"].abs().max().clamp(min=1e-6)
-        deviation = (deviation / scale).tolist()  # one synchronization for all checks
+        # one synchronization for all checks
+        relative = (torch.stack(deviations) / scale).tolist() if deviations else []
         tolerance = ACCURACY_TOLERANCE["tf32" if problem.allow_tf32 else problem.dtype]
         checked = []
-        for i, config in enumerate(item.configs):
-            if config in errors:
-                continue
-            if not deviation[i] <= tolerance:  # NaN fails too: an element was not written
-                errors[config] = f"wrong result: max error {deviation[i]:.3g} of max |ref|"
+        for config, deviation in zip(launches, relative):
+            if not deviation <= tolerance:  # NaN fails too: an element was not written
+                errors[config] = f"wrong result: max error {deviation:.3g} of max |ref|"
             else:
                 checked.append(launches[config])
         kept = [c for c in item.configs if c not in errors]
