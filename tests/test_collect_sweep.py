@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import json, torch
@@ -108,3 +110,56 @@ def test_waiting_for_kernels_gives_up_at_the_deadline():
     known: dict[int, str] = {}
     assert _wait_for_kernels({0, 1}, known, ready, deadline=time.time() + 30)
     assert known == {0: "", 1: ""}
+
+
+def test_the_wait_for_compiles_does_other_work_meanwhile_and_sleeps_only_without_any():
+    """A label round's GPU worker waits for compiles most of its time: it loads compiled kernels
+    meanwhile, and sleeps only when there is nothing to load."""
+    import time
+
+    from diode_backend.offline.collect.sweep import _wait_for_kernels
+
+    ready: dict[int, str] = {}
+    calls: list[float] = []
+
+    def meanwhile() -> bool:
+        calls.append(time.time())
+        if len(calls) == 3:
+            ready[0] = ""  # the compile pool finishes the awaited kernel
+        return len(calls) < 3  # work for the first two calls, then none
+
+    assert _wait_for_kernels({0}, {}, ready, deadline=time.time() + 30, meanwhile=meanwhile)
+    assert len(calls) == 3
+    assert calls[1] - calls[0] < 0.04  # no sleep after a call that did work
+    assert not _wait_for_kernels({1}, {}, ready, deadline=time.time() + 0.2, meanwhile=lambda: False)
+
+
+def test_kernels_compiled_while_waiting_are_loaded_once_and_failures_kept_for_the_timing(monkeypatch):
+    from diode_backend.offline.collect import kernel
+    from diode_backend.offline.collect.sweep import _load, _load_compiled
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # kernels "compile" to Triton's interpreted function
+    problem = GemmProblem("mm", 64, 64, 64, dtype="float32")
+    configs = [KernelConfig("triton", "triton::mm", b, 16, 16, 2, 4, 8) for b in (16, 32, 64)]
+    upcoming = [kernel.compile_key(problem, c) for c in configs]
+    keys = {key: i for i, key in enumerate(upcoming)}
+    known = {0: "", 2: "CompilationError: out of shared memory"}  # kernel 1 is still compiling
+    kernels: dict = {}
+    assert _load_compiled(upcoming, keys, kernels, known) == 1
+    assert set(kernels) == {0} and kernels[0] is kernel.mm_kernel
+    assert not _load_compiled(upcoming, keys, kernels, known)  # nothing new: the wait may sleep
+    with pytest.raises(RuntimeError, match="out of shared memory"):
+        _load(upcoming[2], keys, kernels, known)
+
+    # a load that raises (here a dtype torch does not have) is tried once; the timing gets its
+    # error for that candidate
+    monkeypatch.delenv("TRITON_INTERPRET")
+    bad = (upcoming[1][0], "not_a_dtype", *upcoming[1][2:])
+    keys[bad] = 3
+    known[3] = ""
+    assert _load_compiled([bad], keys, kernels, known) == 1
+    assert isinstance(kernels[3], Exception)
+    assert not _load_compiled([bad], keys, kernels, known)
+    with pytest.raises(AttributeError, match="not_a_dtype"):
+        _load(bad, keys, kernels, known)

@@ -255,3 +255,14 @@ def compile_for(key: tuple):
     return fn.warmup(
         in_type, in_type, out_type, out_type, 1, 1, 1, grid=(1,), num_warps=num_warps, num_stages=num_stages, **spec
     )
+
+
+def load_module(compiled) -> None:
+    """Load a compiled kernel's module into the current CUDA context and build its launcher, as
+    Triton does at the kernel's first launch (which then costs no more than any other launch).
+    Raises what that launch would (too little shared memory, too many threads)."""
+    # Triton's CompiledKernel; the interpreter's function has no handles, and a Triton without
+    # this method loads them at the first launch
+    init_handles = getattr(compiled, "_init_handles", None)
+    if init_handles is not None:
+        init_handles()

@@ -41,6 +41,9 @@ from ...timing import Timer, TimingMethod, make_timer
 #: Largest error (max |out - ref| / max |ref|) a candidate may show and still be timed.
 ACCURACY_TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "tf32": 5e-3}
 
+#: problems after the awaited one whose compiled kernels the GPU worker loads while it waits
+LOAD_AHEAD = 2
+
 
 @dataclass
 class SweepReport:
@@ -56,6 +59,7 @@ class SweepReport:
     timing_seconds: float = 0.0
     wait_seconds: float = 0.0
     load_seconds: float = 0.0  # of timing_seconds: loading compiled kernels from Triton's cache
+    loaded_waiting: int = 0  # kernels loaded while the GPU worker waited for compiles (in wait_seconds)
     #: the rest of timing_seconds by step (:func:`time_problem`'s ``phases``; the graph timer's
     #: capture, replay and fallback seconds as ``timer_*``, parts of ``timer``)
     timing_split: dict[str, float] = field(default_factory=dict)
@@ -167,7 +171,7 @@ def run_sweep(
         bar.close()
     finished += _drain(results)
     for worker in finished:
-        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "load_seconds", "graph_fallbacks"):
+        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "load_seconds", "loaded_waiting", "graph_fallbacks"):
             setattr(report, name, getattr(report, name) + worker[name])
         for name, seconds in worker["timing_split"].items():
             report.timing_split[name] = report.timing_split.get(name, 0.0) + seconds
@@ -265,7 +269,7 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
         # every launch on one side stream: the graph timer captures there (never the default stream)
         torch.cuda.set_stream(torch.cuda.Stream())
     timer = make_timer(method)
-    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0}
+    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0, "loaded_waiting": 0}
     stats["device"] = f"{device} {meta.hardware.name}"
     retimed: list[tuple[float, float]] = []
     host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
@@ -281,8 +285,15 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
                 break
             item = todo[index]
             wanted = {keys[k] for k in _compile_keys(item)}
+            upcoming = [k for later in todo[index : index + 1 + LOAD_AHEAD] for k in _compile_keys(later)]
+
+            def meanwhile() -> bool:
+                loaded = _load_compiled(upcoming, keys, kernels, known)
+                stats["loaded_waiting"] += loaded
+                return loaded > 0
+
             waited = time.perf_counter()
-            compiled = _wait_for_kernels(wanted, known, ready, deadline, parent)
+            compiled = _wait_for_kernels(wanted, known, ready, deadline, parent, meanwhile)
             stats["wait_seconds"] += time.perf_counter() - waited
             if not compiled:  # out of time or orphaned while its kernels compile: a rerun times it
                 break
@@ -312,11 +323,18 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
 
 
 def _wait_for_kernels(
-    wanted: set[int], known: dict[int, str], ready, deadline: float | None, parent: int | None = None
+    wanted: set[int],
+    known: dict[int, str],
+    ready,
+    deadline: float | None,
+    parent: int | None = None,
+    meanwhile: Callable[[], bool] | None = None,
 ) -> bool:
     """Wait until every kernel in ``wanted`` is compiled (or failed): False if ``deadline``
     (``time.time()``) passes first, or the process ``parent`` (which compiles) is no longer this
-    process's parent. On a cold Triton cache a problem can wait minutes."""
+    process's parent. On a cold Triton cache a problem can wait minutes; while it waits,
+    ``meanwhile()`` does work that would otherwise come later (it returns whether it did any,
+    and the wait sleeps when it did none)."""
     while True:
         known.update(ready.copy())
         if wanted <= known.keys():
@@ -325,7 +343,8 @@ def _wait_for_kernels(
             return False
         if parent is not None and os.getppid() != parent:
             return False
-        time.sleep(0.05)
+        if meanwhile is None or not meanwhile():
+            time.sleep(0.05)
 
 
 def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str]):
@@ -334,7 +353,27 @@ def _load(key: tuple, keys: dict[tuple, int], kernels: dict[int, Any], known: di
         raise RuntimeError(known[index])
     if index not in kernels:
         kernels[index] = kernel.compile_for(key)  # a hit in Triton's disk cache
+    if isinstance(kernels[index], Exception):  # its load failed while the worker waited
+        raise kernels[index]
     return kernels[index]
+
+
+def _load_compiled(upcoming: list[tuple], keys: dict[tuple, int], kernels: dict[int, Any], known: dict[int, str]) -> int:
+    """Load the kernels of ``upcoming`` that are compiled and not loaded yet, modules included,
+    while the GPU worker waits for others: a load then costs the timing nothing. Returns how many
+    it loaded (or tried to)."""
+    loaded = 0
+    for key in upcoming:
+        index = keys[key]
+        if index in kernels or known.get(index) != "":  # loaded, not compiled yet, or failed
+            continue
+        try:
+            kernels[index] = compiled = kernel.compile_for(key)
+            kernel.load_module(compiled)
+        except Exception as err:  # a module that does not load: its launch raises the same error
+            kernels.setdefault(index, err)
+        loaded += 1
+    return loaded
 
 
 # -- one problem ----------------------------------------------------------------------------------
