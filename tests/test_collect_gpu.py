@@ -184,6 +184,32 @@ def test_sweep_times_every_candidate_and_resumes(tmp_path):
     assert (again.skipped_problems, again.problems) == (4, 0)
 
 
+def test_a_loaded_module_launches_and_one_that_cannot_load_raises_as_its_launch_would():
+    """The GPU worker loads kernels' modules while it waits for compiles (``kernel.load_module``):
+    a loaded kernel computes the product, and a tile over the shared memory limit (which Triton
+    checks at load, not at compile) raises there and again at its launch, which the timing
+    records for its candidate."""
+    from triton.runtime.errors import OutOfResources
+
+    from diode_backend.offline.collect import kernel
+    from diode_backend.offline.collect.sweep import make_operands, triton_launch
+    from diode_backend.problem import KernelConfig
+
+    problem = GemmProblem("mm", 512, 384, 256, dtype="float32")
+    ops = make_operands(problem)
+    fits = KernelConfig("triton", "triton::mm", 64, 64, 32, 3, 4, 8)
+    compiled = kernel.compile_for(kernel.compile_key(problem, fits))
+    kernel.load_module(compiled)
+    triton_launch(problem, fits, compiled, ops)()
+    assert ((ops["out"] - ops["ref"]).abs().max() / ops["ref"].abs().max()).item() < 1e-4
+    too_big = KernelConfig("triton", "triton::mm", 128, 128, 128, 4, 8, 8)  # 4 x 128 KiB of float32 tiles
+    oversized = kernel.compile_for(kernel.compile_key(problem, too_big))
+    with pytest.raises(OutOfResources, match="shared memory"):
+        kernel.load_module(oversized)
+    with pytest.raises(OutOfResources, match="shared memory"):
+        triton_launch(problem, too_big, oversized, ops)()
+
+
 def test_the_listed_space_times_aten_and_the_listed_tiles_alone(tmp_path):
     from diode_backend.offline.cli import main
     from diode_backend.offline.collect import plan, shapes
