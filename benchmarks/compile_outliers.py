@@ -24,6 +24,8 @@ from pathlib import Path
 
 from e2e_validation import members_of
 
+from diode_backend.files import read_json
+
 TILE = re.compile(r"^triton::\w+ (\d+)x(\d+)x(\d+) s(\d+) w(\d+)")
 
 
@@ -100,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "compile_outliers",
         "singles": [str(p) for p in args.singles],
         "graphs": [str(p) for p in args.graphs],
-        "pick_costs": pick_costs([json.loads(p.read_text()) for p in args.singles]) if args.singles else {},
-        "tf32_share": {str(p): tf32_share(json.loads(p.read_text())) for p in args.graphs},
+        "pick_costs": pick_costs([read_json(p) for p in args.singles]) if args.singles else {},
+        "tf32_share": {str(p): tf32_share(read_json(p)) for p in args.graphs},
     }
     for key, row in result["pick_costs"].items():
         if key != "slowest":

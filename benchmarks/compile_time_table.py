@@ -43,6 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from diode_backend.files import read_json  # noqa: E402
 from diode_backend.problem import GemmProblem, KernelConfig  # noqa: E402
 
 #: A large and a small prefill projection and an attention bmm, each in bfloat16, float32 and
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         from diode_backend.builtin import COMPILE_SECONDS
 
         sources = [path.as_posix() for path in args.fit]
-        COMPILE_SECONDS.write_text(json.dumps(fit([json.loads(p.read_text()) for p in args.fit], sources), indent=1) + "\n")
+        COMPILE_SECONDS.write_text(json.dumps(fit([read_json(p) for p in args.fit], sources), indent=1) + "\n")
         return 0
     if args.top < 0 or args.processes < 1 or (args.problems is not None and args.problems < 1):
         parser.error("--top takes 0 or more, --processes and --problems 1 or more")

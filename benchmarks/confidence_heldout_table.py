@@ -18,6 +18,7 @@ import math
 import random
 from pathlib import Path
 
+from diode_backend.files import read_json
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc
 from diode_backend.offline.validate import TRUSTED
 from diode_backend.workload import WORKLOAD_CLASSES
@@ -125,7 +126,7 @@ def main() -> None:
     reports = {}
     for item in args.reports:
         name, path = item.split("=", 1)
-        reports[name] = json.loads(Path(path).read_text())
+        reports[name] = read_json(path)
     summaries = {name: summarize(report) for name, report in reports.items()}
     print(table(summaries))
     extra = post_hoc(reports)

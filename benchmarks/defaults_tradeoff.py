@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 from diode_backend import catalog, registry
+from diode_backend.files import compressed_as_named, read_json
 from diode_backend.offline.dataset import load_dataset, shard_paths, timed_hardware
 from diode_backend.offline.families import of_families, stopping_problems
 from diode_backend.offline.plots import regret_ticks
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="trained_models/nvidia-h100-gemm", help="a model name or folder (default: the shipped H100 model)")
     parser.add_argument("--e2e", type=Path, required=True,
                         help="an end-to-end results JSON of graphs compiled under DIODE's single pick and measured sets of several sizes")
-    parser.add_argument("--out", type=Path, required=True, help="results JSON to write")
+    parser.add_argument("--out", type=Path, required=True, help="results JSON to write (gzip-compressed where the name ends in .gz)")
     parser.add_argument("--plot", type=Path, help="PNG to write (needs matplotlib)")
     args = parser.parse_args(argv)
 
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(str(err)) from None
     held_out = of_families(dataset.problems, training["holdout_families"])
 
-    e2e = json.loads(args.e2e.read_text())
+    e2e = read_json(args.e2e)
     problems = {p.problem.describe(): p.problem for p in dataset.problems}
     compiles = compiled_graphs(e2e, args.e2e, problems, hardware)
     try:
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "points": {name: table(rows) for name, rows in grids.items()},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(result) + "\n")
+    args.out.write_bytes(compressed_as_named(args.out, (render(result) + "\n").encode()))
     if args.plot:
         plot(result, grids, args.plot, [key[1:], COMPARED, (1, 1.0), (TOP_KS[-1], RATIOS[-1])])
     print(json.dumps({k: result[k] for k in ("compile_cost", "chosen", "shipped")}, indent=2))

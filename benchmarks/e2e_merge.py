@@ -16,12 +16,13 @@ passes are not joined.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation  # noqa: E402
+
+from diode_backend.files import read_json  # noqa: E402
 
 #: What the parts must share for their rows to be one run's.
 SHARED = ("benchmark", "method", "timing", "hardware", "dataset_hardware", "modes", "graph_size")
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = []
     for name in args.parts:
         try:
-            parts.append(json.loads(Path(name).read_text()))
+            parts.append(read_json(name))
         except (OSError, ValueError) as err:
             parser.error(f"{name}: not a readable results file of e2e_validation.py ({err})")
     try:

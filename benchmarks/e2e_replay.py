@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -38,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_report  # noqa: E402
 
 from diode_backend import catalog, registry  # noqa: E402
+from diode_backend.files import read_json  # noqa: E402
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
 from diode_backend.offline.tradeoff import runtime_ranking  # noqa: E402
 from diode_backend.offline.validate import TRUSTED  # noqa: E402
@@ -119,7 +119,7 @@ def offline_comparison(rows: list[dict], old_report: Path, new_report: Path, thr
     within ``1 + HIT_TOLERANCE`` of the dataset's best), over the rows the report scored."""
     out = {}
     for name, path in (("old", old_report), ("new", new_report)):
-        scored = {p["problem"]: p["model"] for p in json.loads(path.read_text())["per_problem"]}
+        scored = {p["problem"]: p["model"] for p in read_json(path)["per_problem"]}
         both = [(row, scored[row["problem"]]) for row in rows if row["problem"] in scored]
         for row, model in both:
             row[f"{name}_offline"] = model["confidence"]
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threshold", type=float, default=THRESHOLD, help=f"the new confidence's threshold (default {THRESHOLD})")
     parser.add_argument("--out", type=Path, help="write the replay here as JSON (default: print it)")
     args = parser.parse_args(argv)
-    result = json.loads(args.result.read_text())
+    result = read_json(args.result)
     # the device the run recorded, under its Inductor's TF32 rule (the CPU's torch may have another)
     hardware = dataclasses.replace(HardwareInfo.from_dict(result["hardware"]), triton_tf32_rule=run_tf32_rule(result))
     old_model, new_model = load_model(args.old, hardware), load_model(args.new, hardware)

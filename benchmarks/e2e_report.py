@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_validation  # noqa: E402
 
+from diode_backend.files import read_json  # noqa: E402
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
 from diode_backend.model.manifest import ModelLoadError, replace_metrics  # noqa: E402
 from diode_backend.offline import validate  # noqa: E402
@@ -204,7 +205,7 @@ def read_result(path: Path, parser: argparse.ArgumentParser) -> dict:
     """The e2e result at ``path``; a file that cannot be read, or a run of several GEMMs a graph,
     is a usage error naming it."""
     try:
-        result = json.loads(path.read_text())
+        result = read_json(path)
     except (OSError, ValueError) as exc:
         parser.error(f"{path}: cannot read an e2e result ({exc})")
     if result.get("graph_size", 1) != 1:

@@ -136,6 +136,7 @@ diode_backend._autoload.install()
 import torch  # noqa: E402
 
 import diode_backend  # noqa: E402
+from diode_backend.files import read_json  # noqa: E402
 from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
 from diode_backend.offline.families import family_of, parse_families, stopping_problems  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
@@ -959,7 +960,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--modes: {err}")
     cold_rows, caches = {}, os.environ["DIODE_CACHE_DIR"]
     if args.warm_from:
-        cold = json.loads(Path(args.warm_from).read_text())
+        cold = read_json(args.warm_from)
         cache = cold.get("caches", {}).get("diode")
         if not cache or not Path(cache).is_dir():
             parser.error(f"--warm-from: {args.warm_from} names no DIODE cache folder on this machine ({cache})")

@@ -15,6 +15,7 @@ from dataclasses import replace
 sys.path.insert(0, "benchmarks")
 import torch
 import e2e_validation as e
+from diode_backend.files import read_json
 from diode_backend.inductor import measure
 from diode_backend.problem import GemmProblem
 from diode_backend.timing import Timer, TimingMethod
@@ -23,7 +24,7 @@ from torch._inductor import config
 config.force_disable_caches = True
 out = os.environ["OUT"]
 source = sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/h100_e2e_heldout_8b6cf773_2026-11-25.json"
-rows = json.load(open(source))["rows"]
+rows = read_json(source)["rows"]
 lost = [r for r in rows if r["modes"]["diode_fast"]["runtime_us"] > 1.05 * r["modes"]["diode_pick"]["runtime_us"]]
 timer = Timer(TimingMethod(**e.TIMING))
 methods = {"diode_fast": measure.METHOD, "diode_fast_e2e_reps": replace(measure.METHOD, **e.TIMING)}

@@ -22,6 +22,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from diode_backend.files import read_json
 from diode_backend.offline.dataset import load_dataset
 from diode_backend.timing import TimingMethod
 
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     dataset = load_dataset(args.dataset)
-    reports = [json.loads(path.read_text()) for path in args.reports]
+    reports = [read_json(path) for path in args.reports]
     if sum(r["pairs"] for r in reports) != sum(len(item.times_us) for item in dataset.problems):
         raise SystemExit(f"{args.dataset}: its pairs are not the reports' pairs; give the dataset the runs made, and only those")
     result = {"dataset": args.dataset, "reports": [str(p) for p in args.reports], **split(dataset, reports)}

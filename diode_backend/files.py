@@ -4,15 +4,21 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import stat
 import tempfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 #: A file DIODE reads or writes under a name ending so is gzip-compressed (a committed dataset
-#: shard or a long problem list: a third of the bytes the GPU machine's copy of the tree takes).
+#: shard, a long problem list or a large results file of ``benchmarks/``, so that the committed
+#: data fits the GPU machine's copy of the tree).
 GZIP_SUFFIX = ".gz"
+#: A results file of ``benchmarks/`` is at most a few MiB; the cap only stops a device or a
+#: runaway file, read or gunzipped.
+MAX_JSON_BYTES = 2**30
 
 
 def write_atomic(
@@ -114,6 +120,19 @@ def read_regular_file(path: str | os.PathLike[str], max_bytes: int, follow_links
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_json(path: str | os.PathLike[str], max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The JSON value of the file at ``path``, gunzipped first where its name ends in
+    :data:`GZIP_SUFFIX`: a reader takes ``NAME.json`` and ``NAME.json.gz`` alike. At most
+    ``max_bytes`` bytes are read (:func:`read_regular_file`), and at most as many gunzipped
+    (:func:`decompressed_as_named`).
+
+    :raises FileNotFoundError: nothing at ``path``.
+    :raises RefusedFile: not a regular file, larger than ``max_bytes``, or expands past them.
+    :raises ValueError: not gzip data where the name says so, or not JSON.
+    """
+    return json.loads(decompressed_as_named(path, read_regular_file(path, max_bytes), max_bytes))
 
 
 def _file_kind(mode: int) -> str:

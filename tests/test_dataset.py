@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import math
 
 import msgpack
@@ -24,7 +25,7 @@ from diode_backend.offline.dataset import (
     summarize,
     write_shard,
 )
-from diode_backend.files import RefusedFile, decompressed_as_named
+from diode_backend.files import RefusedFile, decompressed_as_named, read_json
 from diode_backend.problem import GemmProblem, HardwareInfo, KernelConfig
 
 H100 = HardwareInfo(name="NVIDIA H100 80GB HBM3", vendor="nvidia", sm_count=132, compute_capability=(9, 0))
@@ -121,6 +122,17 @@ def test_a_damaged_or_expanding_gz_shard_is_a_clear_error(tmp_path):
         decompressed_as_named("x.gz", data, 4095)  # a small file cannot expand without bound
     assert decompressed_as_named("x.gz", data, 4096) == b"\x00" * 4096
     assert decompressed_as_named("x.msgpack", data, 10) == data  # only the name decides
+
+
+def test_a_results_file_reads_alike_plain_or_gzip_and_gunzips_within_its_bound(tmp_path):
+    value = {"rows": [{"describe": "mm 64x64x64 bfloat16 row/row", "runtime_us": 3.5}] * 100}
+    text = json.dumps(value).encode()
+    (tmp_path / "run.json").write_bytes(text)
+    (tmp_path / "run.json.gz").write_bytes(gzip.compress(text, mtime=0))
+    assert read_json(tmp_path / "run.json") == read_json(tmp_path / "run.json.gz") == value
+    with pytest.raises(RefusedFile, match=r"run\.json\.gz: expands past the 1000 bytes"):
+        read_json(tmp_path / "run.json.gz", max_bytes=1000)  # a small file cannot expand without bound
+    assert read_json(tmp_path / "run.json.gz", max_bytes=len(text)) == value
 
 
 def test_interrupted_writer_keeps_flushed_problems_and_resume_skips_them(tmp_path):
