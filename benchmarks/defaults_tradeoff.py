@@ -19,8 +19,8 @@ EXHAUSTIVE list under the problem's TF32 rule (``tradeoff.runtime_ranking``, as
 Example::
 
     python benchmarks/defaults_tradeoff.py trained_models/data/h100/dataset \\
-        --e2e benchmarks/results/h100_e2e_graphs_one_thread_3de1b786_2026-11-27/stopping/e2e.json \\
-        --out benchmarks/results/h100_defaults_tradeoff.json --plot docs/images/h100-defaults-tradeoff.png
+        --e2e benchmarks/results/h100_e2e_graphs_one_thread_3de1b786_2026-11-27/stopping/e2e.json.gz \\
+        --out benchmarks/results/h100_defaults_tradeoff.json.gz --plot docs/images/h100-defaults-tradeoff.png
 """
 
 from __future__ import annotations

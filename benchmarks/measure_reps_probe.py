@@ -23,7 +23,7 @@ from torch._inductor import config
 
 config.force_disable_caches = True
 out = os.environ["OUT"]
-source = sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/h100_e2e_heldout_8b6cf773_2026-11-25.json"
+source = sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/h100_e2e_heldout_8b6cf773_2026-11-25.json.gz"
 rows = read_json(source)["rows"]
 lost = [r for r in rows if r["modes"]["diode_fast"]["runtime_us"] > 1.05 * r["modes"]["diode_pick"]["runtime_us"]]
 timer = Timer(TimingMethod(**e.TIMING))

@@ -5,7 +5,7 @@
 
 With DIODE's cache warm and the kernel caches kept, a held-out GEMM whose stored winner is an
 ATen call compiles as fast as with no autotuning, one whose winner is a Triton tile takes about
-1.7x as long (``h100_e2e_warm_winnersearch_2026-11-24.json``). This process compiles eight such
+1.7x as long (``h100_e2e_warm_winnersearch_2026-11-24.json.gz``). This process compiles eight such
 GEMMs with the defaults (filling DIODE's prediction cache and the kernel caches in fresh folders),
 then runs itself again in a new process (``--warm``, with the environment this one started with) that, after a warm-up compile, compiles each
 GEMM with no autotuning and with the defaults, Inductor's FX-graph and autotune caches off and
