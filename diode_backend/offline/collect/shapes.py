@@ -18,14 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...files import GZIP_SUFFIX, compressed_as_named, decompressed_as_named, write_atomic
+from ...files import GZIP_SUFFIX, compressed_as_named, read_json, write_atomic
 from ...problem import CONFIG_FIELDS, GemmProblem, KernelConfig
 
 Sizes = tuple[int, int, int]  # (m, n, k)
 Named = tuple[str, GemmProblem]
 
-#: A problem list, compressed or not, expands to at most this many bytes (a label round's is a few MiB).
-MAX_LIST_BYTES = 2**30
 #: Medians of the original torch-diode's log-normal sampler, (m, n, k).
 LOGNORMAL_MEDIANS = (715, 370, 495)
 #: Hidden and MLP sizes of common decoder LLMs (Llama-2/3, Mistral, Qwen-like, GPT-2-like).
@@ -144,7 +142,7 @@ def _entries(path: str | Path) -> tuple[str, list[dict[str, Any]], tuple[str, ..
     KernelConfig fields its configs give by position (``config_fields``; none: each config
     is a dict of fields)."""
     path = Path(path)
-    data = json.loads(decompressed_as_named(path, path.read_bytes(), MAX_LIST_BYTES))
+    data = read_json(path)
     stem = Path(path.stem).stem if path.name.endswith(GZIP_SUFFIX) else path.stem
     if isinstance(data, dict):
         return data.get("name", stem), data["problems"], tuple(data.get("config_fields", ()))
