@@ -1,7 +1,7 @@
 """Training problems whose compile-time pick was never timed, with the configs to time beside it (CPU).
 
-    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --output /tmp/oof/model.pt [--resume]
-        # writes trained_models/data/h100/problems/pick-labels-train.json
+    python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --output /tmp/oof/model.pt [--resume] \
+        --target trained_models/data/h100/problems/pick-labels-train.json.gz   # the first round's list
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout trained_models/nvidia-h100-gemm/model.pt
         # writes trained_models/data/h100/problems/pick-labels-validation.json
     python benchmarks/h100_pick_labels_plan.py trained_models/data/h100/dataset --heldout MODEL.pt --round 2 \

@@ -8,7 +8,7 @@ next. CPU only.
         --pick-labels trained_models/data/h100/pick-labels [trained_models/data/h100/pick-labels-2] \\
         --train-labels trained_models/data/h100/pick-labels --baseline /tmp/oof/model.pt \\
         --output /tmp/joined/model.pt --resume --out benchmarks/results/h100_pick_labels_training.json \\
-        --target trained_models/data/h100/problems/pick-labels-2-train.json
+        --target trained_models/data/h100/problems/pick-labels-2-train.json.gz
 
 J trains on the records joined with ``--train-labels`` (default: ``--pick-labels``), with the
 shipped recipe's options but ``--hidden`` and ``--layers``; every pick
