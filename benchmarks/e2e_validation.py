@@ -136,7 +136,7 @@ diode_backend._autoload.install()
 import torch  # noqa: E402
 
 import diode_backend  # noqa: E402
-from diode_backend.files import read_json  # noqa: E402
+from diode_backend.files import compressed_as_named, read_json  # noqa: E402
 from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
 from diode_backend.offline.families import family_of, parse_families, stopping_problems  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
@@ -602,12 +602,14 @@ def timer_spread(rows: list[dict]) -> dict | None:
 
 def write_result(path: str | Path, result: dict) -> None:
     """``result`` as JSON with a top-level entry per line and each of its rows on one line:
-    about 40% smaller than indented JSON, and a resumed run's diff shows the rows it added."""
+    about 40% smaller than indented JSON, and a resumed run's diff shows the rows it added;
+    gzip-compressed where ``path`` ends in ``.gz`` (as a committed run is kept)."""
     entries = [
         f"{json.dumps(key)}: " + ("[\n" + ",\n".join(map(json.dumps, value)) + "\n]" if key == "rows" else json.dumps(value))
         for key, value in result.items()
     ]
-    Path(path).write_text("{\n" + ",\n".join(entries) + "\n}\n")
+    text = "{\n" + ",\n".join(entries) + "\n}\n"
+    Path(path).write_bytes(compressed_as_named(path, text.encode()))
 
 
 def summarize(rows: list[dict], modes: list[str]) -> dict:
@@ -1029,7 +1031,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": [],
     }
     if args.resume and Path(args.out).exists():
-        earlier = one_part(json.loads(Path(args.out).read_text()), args.out, parser)
+        earlier = one_part(read_json(args.out), args.out, parser)
         if earlier.get("modes") != result["modes"]:
             parser.error(f"{args.out} was written with other --modes ({', '.join(earlier.get('modes', {}))})")
         if earlier.get("timing") != result["timing"]:

@@ -8,7 +8,7 @@
 # its own DIODE and Triton caches, and every SHARDS-th problem (e2e_validation --shard I/N). Each
 # part:
 # 1. benchmarks/e2e_validation.py, every mode (or MODES) side by side, continuing
-#    $RESUME/parts/eI.json when it exists (a part's file, or a committed e2e.json of one part;
+#    $RESUME/parts/eI.json when it exists (a part's file, or a committed e2e.json.gz of one part, gunzipped;
 #    carry $RESUME to the GPU machine), until SECONDS
 #    less WARM_S (default 170), the time kept for step 2, and less 30 s for its imports and the
 #    merge of the parts at the end;
@@ -21,7 +21,7 @@
 #    WARM_S shared by the three passes; each call writes its own $RESUME/parts/kI-callN.json.
 # GRAPH_SIZE (default 1) compiles up to that many GEMMs of a family as one graph (e2e_validation
 # --graph-size); the warm passes compile the cold pass's graphs.
-# Then benchmarks/e2e_merge.py joins the parts. Under $OUT: e2e.json and e2e_warm.json (the
+# Then benchmarks/e2e_merge.py joins the parts. Under $OUT: e2e.json.gz and e2e_warm.json.gz (the
 # whole run so far) and parts.tgz (the parts and their logs: unpack it into $RESUME for the next call).
 set -u
 budget=$1
@@ -84,8 +84,8 @@ wait
 echo "parts done at ${SECONDS}s"
 # a merge has taken minutes on the GPU machine where it takes seconds elsewhere (cause not
 # found): one that runs past a minute is left to benchmarks/e2e_merge.py on the parts in parts.tgz
-timeout 60 python3 benchmarks/e2e_merge.py "$OUT/e2e.json" "$parts"/e[0-9]*.json
-[ "$WARM_S" -gt 0 ] && timeout 60 python3 benchmarks/e2e_merge.py "$OUT/e2e_warm.json" $(warm_parts)
+timeout 60 python3 benchmarks/e2e_merge.py "$OUT/e2e.json.gz" "$parts"/e[0-9]*.json
+[ "$WARM_S" -gt 0 ] && timeout 60 python3 benchmarks/e2e_merge.py "$OUT/e2e_warm.json.gz" $(warm_parts)
 echo "merged at ${SECONDS}s"
 rm -f "$parts"/c[0-9]*.json
 tar czf "$OUT/parts.tgz" -C "$OUT" parts && rm -rf "$parts"

@@ -83,6 +83,26 @@ def test_a_merged_file_of_one_part_resumes_and_one_of_several_is_refused(scripts
     assert "joins 2 parts; resume each part's own file" in capsys.readouterr().err
 
 
+def test_a_run_written_gzip_compressed_resumes_and_merges_alike(scripts, data, tmp_path):
+    """A committed run is kept as e2e.json.gz: a run whose --out ends in .gz is written
+    gzip-compressed, and resumes and merges from it as from a plain file."""
+    import gzip
+
+    from diode_backend.files import read_json
+
+    e2e, merger = scripts
+    out = tmp_path / "part.json.gz"
+    options = [data, "--device", "cpu", "--modes", "no_autotune", "--out", str(out), "--shard", "0/2"]
+    assert e2e.main(options) == 0
+    first = json.loads(gzip.decompress(out.read_bytes()))
+    assert len(first["rows"]) == 2
+    assert e2e.main([*options, "--resume"]) == 0
+    assert read_json(out)["rows"] == first["rows"]  # nothing left to do
+    merged = tmp_path / "merged.json.gz"
+    assert merger.main([str(merged), str(out)]) == 0
+    assert [row["describe"] for row in read_json(merged)["rows"]] == [row["describe"] for row in first["rows"]]
+
+
 @pytest.mark.parametrize("shard", ["2/2", "1", "a/b", "-1/2"])
 def test_a_shard_that_is_not_i_of_n_is_refused(scripts, data, tmp_path, capsys, shard):
     e2e, _ = scripts
