@@ -275,6 +275,7 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
     host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
     kernels: dict[int, Any] = {}
     known: dict[int, str] = {}
+    item_keys: dict[int, list[tuple]] = {}  # compile keys of the problems looked ahead at
     phases: dict[str, float] = {}
     with ShardWriter(output, meta, tag=f"{tag}-{device.replace(':', '')}", every=flush_every, seconds=20) as writer:
         while (deadline is None or time.time() < deadline) and os.getppid() == parent:
@@ -284,8 +285,12 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             if index >= len(todo):
                 break
             item = todo[index]
-            wanted = {keys[k] for k in _compile_keys(item)}
-            upcoming = [k for later in todo[index : index + 1 + LOAD_AHEAD] for k in _compile_keys(later)]
+            ahead = range(index, min(index + 1 + LOAD_AHEAD, len(todo)))
+            for later in ahead:  # each problem's keys computed once, though looked ahead at again
+                if later not in item_keys:
+                    item_keys[later] = _compile_keys(todo[later])
+            upcoming = [k for later in ahead for k in item_keys[later]]  # this problem's first
+            wanted = {keys[k] for k in item_keys.pop(index)}
 
             def meanwhile() -> bool:
                 loaded = _load_compiled(upcoming, keys, kernels, known)
