@@ -94,6 +94,39 @@ def test_the_compile_feeder_records_every_kernel_and_stops_writing_once_told():
         assert compiled["count"] == len(expected)
 
 
+def test_the_compile_feeder_publishes_each_kernel_as_it_finishes_not_behind_a_slower_one(monkeypatch):
+    """The GPU worker loads published kernels while it waits: a kernel stuck behind a slower one
+    submitted before it would be loaded in the timing instead."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from diode_backend.offline.collect import sweep
+
+    second_published = threading.Event()
+
+    class Ready(dict):  # the manager's dict the feeder writes to
+        def __setitem__(self, index: int, error: str) -> None:
+            super().__setitem__(index, error)
+            if index == 1:
+                second_published.set()
+
+    ready = Ready()
+    seen_while_first_compiles: list[dict] = []
+
+    def compile_one(index: int, key: tuple) -> tuple[int, str, float]:
+        if index == 0:  # the slow kernel: still compiling once the second one is published
+            second_published.wait(10)
+            seen_while_first_compiles.append(dict(ready))
+        return index, "", 0.0
+
+    monkeypatch.setattr(sweep, "_compile_one", compile_one)
+    compiled = {"count": 0, "cpu": 0.0}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        sweep._compile_all(pool, {("slow",): 0, ("fast",): 1}, ready, compiled, threading.Event())
+    assert seen_while_first_compiles == [{1: ""}]
+    assert ready == {0: "", 1: ""} and compiled["count"] == 2
+
+
 def test_waiting_for_kernels_gives_up_at_the_deadline():
     """On a cold Triton cache the GPU worker waited for compiles past --max-seconds until
     `timeout` killed the sweep (H100, 2026-11-23): the wait must end at the deadline."""
@@ -163,3 +196,4 @@ def test_kernels_compiled_while_waiting_are_loaded_once_and_failures_kept_for_th
     assert not _load_compiled([bad], keys, kernels, known)
     with pytest.raises(AttributeError, match="not_a_dtype"):
         _load(bad, keys, kernels, known)
+

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing.managers import SyncManager
 from typing import Any
@@ -41,8 +41,9 @@ from ...timing import Timer, TimingMethod, make_timer
 #: Largest error (max |out - ref| / max |ref|) a candidate may show and still be timed.
 ACCURACY_TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "tf32": 5e-3}
 
-#: problems after the awaited one whose compiled kernels the GPU worker loads while it waits
-LOAD_AHEAD = 2
+#: problems after the awaited one whose compiled kernels the GPU worker loads while it waits: a
+#: compile pool of one worker per core has several problems' kernels in flight at once
+LOAD_AHEAD = 4
 
 
 @dataclass
@@ -230,7 +231,9 @@ def _compile_all(
     pool: ProcessPoolExecutor, keys: dict[tuple, int], ready, compiled: dict, stop: threading.Event
 ) -> None:
     futures = [pool.submit(_compile_one, index, key) for key, index in keys.items()]
-    for future in futures:
+    # each kernel is published as it finishes, not behind a slower one submitted before it: the
+    # GPU worker loads what is published while it waits, and otherwise loads it in its timing
+    for future in as_completed(futures):
         try:
             index, error, cpu = future.result()
         except Exception:  # pool shut down (the run ended early) or a worker died
