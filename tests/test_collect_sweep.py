@@ -197,3 +197,33 @@ def test_kernels_compiled_while_waiting_are_loaded_once_and_failures_kept_for_th
     with pytest.raises(AttributeError, match="not_a_dtype"):
         _load(bad, keys, kernels, known)
 
+
+def test_operands_made_while_waiting_are_warmed_by_the_aten_candidates_and_timed_on():
+    """While the GPU worker waits for a problem's kernels it makes the problem's operands and
+    runs its ATen candidates once (a shape's first cuBLAS call chooses its algorithm); the
+    timing then uses those operands."""
+    import math
+
+    import torch
+
+    from diode_backend.offline.collect.plan import PlannedProblem
+    from diode_backend.offline.collect.sweep import _prepare, time_problem
+    from diode_backend.problem import GemmProblem, KernelConfig
+
+    class RunOnce:  # stands in for the CUDA-event timer
+        def time(self, launches):
+            for launch in launches:
+                launch()
+            return [[1.0] for _ in launches]
+
+    problem = GemmProblem("addmm", 40, 48, 32, dtype="float32", bias="row")
+    configs = (KernelConfig("aten", "aten::bias_addmm"), KernelConfig("aten", "aten::nonsense"))
+    item = PlannedProblem(problem, configs, "train", "test", "exhaustive")
+    ops = _prepare(item, "cpu")
+    torch.testing.assert_close(ops["out"], ops["ref"])  # the ATen candidate ran on them
+    ops["out"].fill_(math.nan)
+    result, errors = time_problem(item, RunOnce(), load=None, device="cpu", ops=ops)
+    assert result.configs == configs[:1]
+    assert list(errors.values()) == ["ValueError: unknown ATen candidate 'aten::nonsense'"]
+    assert not ops["out"].isnan().any()  # timed on the operands it was given
+    assert _prepare(item, "cuda:99") is None  # operands it cannot make are the timing's error

@@ -295,10 +295,15 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             upcoming = [k for later in ahead for k in item_keys[later]]  # this problem's first
             wanted = {keys[k] for k in item_keys.pop(index)}
 
-            def meanwhile() -> bool:
+            prepared: dict[str, Any] = {}
+
+            def meanwhile() -> bool:  # compiled kernels first, then (once) this problem's operands
                 loaded = _load_compiled(upcoming, keys, kernels, known)
                 stats["loaded_waiting"] += loaded
-                return loaded > 0
+                if loaded or prepared:
+                    return loaded > 0
+                prepared["ops"] = _prepare(item, device)
+                return True
 
             waited = time.perf_counter()
             compiled = _wait_for_kernels(wanted, known, ready, deadline, parent, meanwhile)
@@ -307,7 +312,8 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
                 break
             started = time.perf_counter()
             load = lambda key: _load(key, keys, kernels, known)  # noqa: E731
-            result, _ = time_problem(item, timer, load, device, phases)
+            result, _ = time_problem(item, timer, load, device, phases, ops=prepared.get("ops"))
+            prepared.clear()
             if retime_every and index % retime_every == 0:
                 again, _ = time_problem(item, timer, load, device, phases)
                 first = dict(zip(result.configs, result.times_us))
@@ -382,6 +388,25 @@ def _load_compiled(upcoming: list[tuple], keys: dict[tuple, int], kernels: dict[
             kernels.setdefault(index, err)
         loaded += 1
     return loaded
+
+
+def _prepare(item: PlannedProblem, device: str) -> dict[str, torch.Tensor | None] | None:
+    """``item``'s operands, made while the GPU worker waits for its kernels, its ATen candidates
+    run once on them: a shape's first cuBLAS call chooses its algorithm, at about a millisecond
+    of host time, which would otherwise fall in the checks. None where the operands cannot be
+    made (the timing makes them again and meets the same error)."""
+    try:
+        ops = make_operands(item.problem, device)
+    except Exception:  # out of memory: raised again where the timing makes them
+        return None
+    with _tf32(item.problem.allow_tf32):
+        for config in item.configs:
+            if config.kind == KIND_ATEN:
+                try:
+                    aten_launch(item.problem, config.template, ops)()
+                except Exception:  # the check runs it again and records the error
+                    pass
+    return ops
 
 
 # -- one problem ----------------------------------------------------------------------------------
@@ -459,8 +484,10 @@ def time_problem(
     load: Callable[[tuple], Any],
     device: str = "cuda",
     phases: dict[str, float] | None = None,
+    ops: dict[str, torch.Tensor | None] | None = None,
 ) -> tuple[ProblemTimings, dict[KernelConfig, str]]:
-    """Time every candidate of ``item``; ``load(compile_key)`` gives a compiled kernel.
+    """Time every candidate of ``item`` on ``ops`` (:func:`make_operands`; fresh ones if None);
+    ``load(compile_key)`` gives a compiled kernel.
 
     Each candidate runs once untimed on a NaN-poisoned output and is kept only if its result
     matches the float32 reference (:data:`ACCURACY_TOLERANCE`); the others are counted as failed and
@@ -469,7 +496,7 @@ def time_problem(
     """
     problem = item.problem
     started = time.perf_counter()
-    ops = make_operands(problem, device)
+    ops = make_operands(problem, device) if ops is None else ops
     made = time.perf_counter()
     loading = 0.0
     errors: dict[KernelConfig, str] = {}
