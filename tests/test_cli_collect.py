@@ -92,6 +92,13 @@ def test_sweep_dry_run_plans_for_named_hardware_without_a_gpu(capsys, tmp_path):
     assert code != 0 and "use it with --dry-run" in err
 
 
+def test_sweep_names_a_compile_worker_count_it_cannot_use(capsys, tmp_path):
+    shapes.to_json(shapes.expand("x", [(1024, 1024, 1024)], dtype="bfloat16"), tmp_path / "train.json", "train")
+    code, _, err = run(capsys, "collect", "sweep", "--compile-workers", "0", str(tmp_path / "train.json"), "-o", str(tmp_path / "d"))
+    assert code != 0 and "--compile-workers 0: expected a whole number >= 1" in err and "Traceback" not in err
+    assert not (tmp_path / "d").exists()
+
+
 def test_sweep_dry_run_plans_the_listed_configs_and_names_a_problem_that_lists_none(capsys, tmp_path):
     from diode_backend import catalog
     from diode_backend.offline.collect import plan

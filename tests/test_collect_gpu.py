@@ -218,9 +218,12 @@ def test_the_listed_space_times_aten_and_the_listed_tiles_alone(tmp_path):
     space = plan.candidate_configs(problem, hardware_of("cuda:0"))
     tiles = tuple(c for c in space if c.kind == "triton")[3:5]
     shapes.to_json([("picks", problem)], tmp_path / "picks.json", "picks", configs={problem: tiles})
-    assert main(["collect", "sweep", str(tmp_path / "picks.json"), "--space", "listed", "-o", str(tmp_path / "data")]) == 0
+    report = tmp_path / "run.json"
+    args = ["--space", "listed", "--compile-workers", "3", "--report", str(report), "-o", str(tmp_path / "data")]
+    assert main(["collect", "sweep", str(tmp_path / "picks.json"), *args]) == 0
     (item,) = load_dataset(tmp_path / "data").problems
     assert item.configs == (*[c for c in space if c.kind == "aten"], *tiles) and item.space == "listed"
+    assert json.loads(report.read_text())["compile_workers"] == 3
 
 
 def test_sweep_kernels_rank_like_inductors_kernels(tmp_path):

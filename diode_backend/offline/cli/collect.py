@@ -99,6 +99,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--retime-every", type=int, default=20, help="re-time every n-th problem (noise floor)")
     sweep.add_argument("--report", help="write the run's figures as JSON here")
     sweep.add_argument(
+        "--compile-workers",
+        type=int,
+        metavar="N",
+        help="Triton compile processes for this process's GPU (default: the host's CPUs shared "
+        "among its ranks, less two per rank)",
+    )
+    sweep.add_argument(
         "--budget-us",
         type=float,
         help="GPU microseconds a candidate's timed runs aim for, 3 to 10 runs (default: the "
@@ -233,6 +240,8 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     if not args.problems and not args.validation:
         raise UsageError("name problem lists to time")
+    if args.compile_workers is not None and args.compile_workers < 1:
+        raise UsageError(f"--compile-workers {args.compile_workers}: expected a whole number >= 1")
     try:
         rank = Rank.from_environment()
     except ValueError as err:
@@ -275,7 +284,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     place = {"rank": rank.rank, "world_size": rank.world_size, "restart": rank.restart}
     meta = DatasetMeta(hardware, environment(rank.local_rank, timing=method.describe(), **place))
     device = f"cuda:{rank.local_rank}"
-    report = sweep(planned, args.output, meta, device=device, rank=rank, method=method, max_seconds=args.max_seconds, retime_every=args.retime_every)
+    report = sweep(
+        planned, args.output, meta, device=device, rank=rank, method=method, compile_workers=args.compile_workers,
+        max_seconds=args.max_seconds, retime_every=args.retime_every,
+    )  # fmt: skip
     summary = {"environment": meta.environment, "hardware": hardware.to_dict(), **report.summary()}
     if args.report:
         rank.report_path(args.report).write_text(json.dumps(summary, indent=1) + "\n")

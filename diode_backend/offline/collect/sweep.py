@@ -56,6 +56,7 @@ class SweepReport:
     skipped_problems: int = 0
     kernels: int = 0
     kernel_failures: int = 0
+    compile_workers: int = 0
     compile_cpu_seconds: float = 0.0
     timing_seconds: float = 0.0
     wait_seconds: float = 0.0
@@ -127,7 +128,7 @@ def run_sweep(
     ready = manager.dict()
     counters = {name: ctx.Value("d", 0.0) for name in ("next", "done", "pairs")}
     results = ctx.Queue()
-    workers = compile_workers or rank.compile_workers()
+    workers = report.compile_workers = compile_workers or rank.compile_workers()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_compile_init)
     compiled = {"count": 0, "cpu": 0.0}
     stop = threading.Event()
