@@ -25,10 +25,9 @@ from pathlib import Path
 
 import torch
 
-from diode_backend.offline.collect import kernel, plan, shapes
+from diode_backend.offline.collect import plan, shapes
 from diode_backend.offline.collect.environment import hardware_of
-from diode_backend.offline.collect.sweep import time_problem
-from diode_backend.problem import KIND_ATEN
+from diode_backend.offline.collect.sweep import _compile_keys, _load, _load_compiled, time_problem
 from diode_backend.timing import TimingMethod, make_timer
 
 
@@ -43,24 +42,13 @@ def main() -> None:
     torch.cuda.set_stream(torch.cuda.Stream())  # as the GPU worker: the graph timer captures there
     named = shapes.from_json(args.list)[:: args.every]
     planned = plan.plan(named, hardware_of(device), split="train", space="listed", listed=shapes.listed_configs(args.list))
-    loaded: dict[tuple, object] = {}
+    # loaded as the GPU worker loads what compiled while it waits, every kernel compiled
+    keys = {key: index for index, key in enumerate(dict.fromkeys(k for item in planned for k in _compile_keys(item)))}
+    known, kernels = dict.fromkeys(keys.values(), ""), {}
     started = time.perf_counter()
-    for item in planned:
-        for config in item.configs:
-            if config.kind != KIND_ATEN:
-                key = kernel.compile_key(item.problem, config)
-                if key not in loaded:
-                    try:
-                        loaded[key] = compiled = kernel.compile_for(key)
-                        kernel.load_module(compiled)
-                    except Exception as err:  # raised again at its launch, as in the sweep
-                        loaded[key] = err
+    _load_compiled(list(keys), keys, kernels, known)
     load_seconds = time.perf_counter() - started
-
-    def load(key: tuple):
-        if isinstance(loaded[key], Exception):
-            raise loaded[key]
-        return loaded[key]
+    load = lambda key: _load(key, keys, kernels, known)  # noqa: E731
 
     timer = make_timer(TimingMethod())
     time_problem(planned[0], timer, load, device)  # first-use costs (cuBLAS handles, graph pools)
@@ -82,7 +70,7 @@ def main() -> None:
         pstats.Stats(profile, stream=text).sort_stats(order).print_stats(40)
     (args.out / "profile.txt").write_text(text.getvalue())
     summary = {
-        "problems": len(planned), "pairs": pairs, "kernels": len(loaded), "load_seconds": load_seconds,
+        "problems": len(planned), "pairs": pairs, "kernels": len(keys), "load_seconds": load_seconds,
         "profiled_seconds": seconds, "phases": phases, "unprofiled_seconds": again,
         "pairs_per_unprofiled_second": pairs / again,
     }  # fmt: skip

@@ -15,10 +15,10 @@ list=$1; every=$2; shift 2
 export PYTHONUNBUFFERED=1
 work=$(mktemp -d)
 python3 - "$list" "$every" "$work/list.json" <<'PY'
-import gzip, json, sys
+import json, sys
+from diode_backend.files import read_json
 source, every, target = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-with (gzip.open if source.endswith(".gz") else open)(source, "rt") as f:
-    data = json.load(f)
+data = read_json(source)
 data["problems"] = data["problems"][::every]
 with open(target, "w") as f:
     json.dump(data, f)

@@ -314,7 +314,7 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             started = time.perf_counter()
             load = lambda key: _load(key, keys, kernels, known)  # noqa: E731
             result, _ = time_problem(item, timer, load, device, phases, ops=prepared.get("ops"))
-            prepared.clear()
+            prepared.clear()  # its operands freed before a second timing makes fresh ones
             if retime_every and index % retime_every == 0:
                 again, _ = time_problem(item, timer, load, device, phases)
                 first = dict(zip(result.configs, result.times_us))
