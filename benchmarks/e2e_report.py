@@ -13,7 +13,8 @@ References of a row's runtimes:
 - ``best_known``: the dataset's fastest candidate compiled alone in the row (``vs_best_known``).
 
 Reported per mode and reference: geometric mean, 90th percentile and worst; compile time; per
-workload class for the single pick (``diode_pick``) and the defaults (``diode_fast``); the
+workload class for the single pick (``diode_pick``), the defaults (``diode_fast``) and any variant
+of them the run has (``diode_pick+diode_model='analytical'``: ``e2e_validation.mode_options``); the
 defaults against max-autotune DEFAULT row by row; the defaults' rows over
 :data:`WORST_BOUND`; the single picks the defaults kept alone in the run (at the run's own
 threshold, whatever the default is now) that run over :data:`TRUSTED_BOUND`; the AUROC of the
@@ -148,8 +149,9 @@ def report(result: dict) -> dict:
         ]
         out["defaults_over_max_autotune"] = {**spread(pairs), "slower_by_over_5pct": sum(p > 1.05 for p in pairs), "best": min(pairs)}
     classes = sorted({row["workload_class"] for row in rows})
+    diode_modes = [m for m in modes if m.split("+")[0] in (SINGLE_PICK, DEFAULTS)]
     out["by_class"] = {
-        c: {mode: {ref: spread([r for row, r in ratios(rows, mode, ref) if row["workload_class"] == c]) for ref in REFERENCES} for mode in (SINGLE_PICK, DEFAULTS)}
+        c: {mode: {ref: spread([r for row, r in ratios(rows, mode, ref) if row["workload_class"] == c]) for ref in REFERENCES} for mode in diode_modes}
         for c in classes
     }
     out["defaults_compile"] = compile_breakdown(rows)

@@ -66,6 +66,17 @@ def test_each_reference_divides_by_what_it_names(reporter, result):
     assert [r["problem"] for r in out["defaults_over_bound"]["run"]] == ["b"]
 
 
+def test_every_variant_of_the_diode_modes_is_reported_by_class(reporter, result):
+    variant = "diode_pick+diode_model='analytical'"
+    result["modes"][variant] = {}
+    for one, runtime in zip(result["rows"], (16.0, 20.0)):
+        one["modes"][variant] = mode(runtime, 0.5)
+    out = reporter.report(result)
+    assert out["by_class"]["narrow"][variant]["run"]["worst"] == pytest.approx(2.0)
+    assert out["by_class"]["decode"][variant]["run"]["worst"] == pytest.approx(1.6)
+    assert "max_autotune_default" not in out["by_class"]["decode"]
+
+
 def test_the_defaults_face_max_autotune_row_by_row_and_in_compile_time(reporter, result):
     out = reporter.report(result)
     versus = out["defaults_over_max_autotune"]
