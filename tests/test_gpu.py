@@ -112,7 +112,7 @@ def test_a_scorer_that_scores_nothing_leaves_the_choice_to_the_fallback_flag(bli
 def test_the_shipped_model_ranks_by_default_and_ops_it_lacks_fall_back(benchmarked):
     hardware = registry.detect_hardware("cuda")
     entry = catalog.pick_entry(hardware, None)
-    if "H100 80GB HBM3" in hardware.name:
+    if "H100 80GB HBM3" in hardware.name or "H200" in hardware.name:
         assert entry.name == "nvidia-h100-gemm"
     options = {**DIODE, "fast_autotune": True, "diode_fallback_to_autotune": False}
     a = torch.randn(1024, 2048, device="cuda", dtype=torch.bfloat16)
