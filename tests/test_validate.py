@@ -247,7 +247,7 @@ def test_validating_a_model_on_another_devices_data_warns(tmp_path, capsys):
     write_shard(tmp_path / "cpu" / "part-000.msgpack", DatasetMeta(cpu, {}), synthetic_problems(4, "validation"))
     assert main(["validate", "nvidia-h100-gemm", str(tmp_path / "cpu"), "--no-default-baseline"]) == 0
     assert capsys.readouterr().err.startswith(
-        "diode validate: warning: nvidia-h100-gemm is meant for H100 80GB HBM3, but the data was measured on Intel Xeon"
+        "diode validate: warning: nvidia-h100-gemm is meant for H100 80GB HBM3 or H200, but the data was measured on Intel Xeon"
     )
 
 

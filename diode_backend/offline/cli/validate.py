@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     scorer = registry.load_scorer(entry)
     manifest = getattr(entry, "manifest", None)
     if manifest is not None and not manifest.applies_to(hardware):
-        meant = ", ".join(manifest.hardware) or "no hardware by itself"
+        meant = " or ".join(manifest.hardware) or "no hardware by itself"
         print(
             f"diode validate: warning: {entry.name} is meant for {meant}, but the data was measured on "
             f"{hardware.name}: its figures say how it ranks that device's kernels, which it never saw",
