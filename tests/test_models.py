@@ -229,7 +229,7 @@ def test_the_shipped_model_scores_no_kind_its_training_data_lacks():
     assert set(manifest.kinds) <= {c.kind for p in dataset.split("train") for c in p.configs}
 
 
-def test_the_shipped_model_is_picked_on_the_h100_and_the_h200_it_was_measured_on_alone():
+def test_the_shipped_model_is_picked_on_the_h100_and_the_h200_only():
     """The H200 runs it by transfer (benchmarks/results/h200_transfer_e2e_2026-12-02/); GPUs it
     was never measured on keep the analytical scorer."""
     for name, picked in (("h100", "nvidia-h100-gemm"), ("h200", "nvidia-h100-gemm"), ("h100-pcie", "analytical"), ("a100", "analytical")):
