@@ -27,6 +27,12 @@ class UsageError(CommandError):
     combination of options): one line naming the option, exit status 2."""
 
 
+def require_whole_number(option: str, value: int | None) -> None:
+    """:class:`UsageError` naming ``option`` unless ``value`` is None (not given) or at least 1."""
+    if value is not None and value < 1:
+        raise UsageError(f"{option} {value}: expected a whole number >= 1")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; building it imports no torch (``diode --help`` stays fast)."""
     from ... import __version__

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..collect.plan import SPACES
 from ..families import parse_families
 from ...problem import BIASES, SUPPORTED_DTYPES, SUPPORTED_OPS
-from . import CommandError, UsageError
+from . import CommandError, UsageError, require_whole_number
 
 GENERATORS = ("lognormal", "odd", "decode", "tall-skinny", "llm")
 
@@ -240,8 +240,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     if not args.problems and not args.validation:
         raise UsageError("name problem lists to time")
-    if args.compile_workers is not None and args.compile_workers < 1:
-        raise UsageError(f"--compile-workers {args.compile_workers}: expected a whole number >= 1")
+    require_whole_number("--compile-workers", args.compile_workers)
     try:
         rank = Rank.from_environment()
     except ValueError as err:
@@ -303,8 +302,7 @@ def run_feedback(args: argparse.Namespace) -> int:
     from ..collect.feedback import record_inductor_timings
     from ..dataset import DatasetMeta, ShardWriter
 
-    if args.flush_every < 1:
-        raise UsageError(f"--flush-every {args.flush_every}: expected a whole number >= 1")
+    require_whole_number("--flush-every", args.flush_every)
     default = catalog.default_device()
     device = args.device or (f"{default}:0" if default == "cuda" else default)  # the shard names the GPU
     hardware = hardware_of(device)

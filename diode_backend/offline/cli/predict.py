@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from ...compile_estimate import estimates
     from ...options import DiodeOptions
     from ...policy import rank_candidates, select_candidates
-    from . import CommandError, UsageError
+    from . import CommandError, UsageError, require_whole_number
 
     if args.hardware == "list":
         for name, hardware in sorted(registry.known_hardware().items()):
@@ -78,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.op is None or args.shape is None:
         raise UsageError("give the op and the shape, e.g. `diode predict mm 1024x4096x2048`")
-    if args.top_k < 1:
-        raise UsageError(f"--top-k {args.top_k}: expected a whole number >= 1")
+    require_whole_number("--top-k", args.top_k)
     problem = _problem(args)
     hardware = catalog.resolve_hardware(args.hardware)
     entry = catalog.pick_entry(hardware, args.model)
