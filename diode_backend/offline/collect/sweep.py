@@ -301,8 +301,10 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             def meanwhile() -> bool:  # compiled kernels first, then (once) this problem's operands
                 loaded = _load_compiled(upcoming, keys, kernels, known)
                 stats["loaded_waiting"] += loaded
-                if loaded or prepared:
-                    return loaded > 0
+                if loaded:
+                    return True
+                if prepared:  # nothing left to do until a kernel is published
+                    return False
                 prepared["ops"] = _prepare(item, device)
                 return True
 
