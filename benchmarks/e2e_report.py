@@ -1,7 +1,8 @@
 """Issues 12 and 14's end-to-end figures from one run of ``benchmarks/e2e_validation.py``, each
 against three references, so that the choice of reference is visible rather than made here.
 
-    python benchmarks/e2e_report.py E2E.json [--rows-of OTHER_E2E.json] [--out REPORT.json]
+    python benchmarks/e2e_report.py E2E.json [--rows-of OTHER_E2E.json] [--without-rows-of OTHER_E2E.json]
+        [--out REPORT.json]
         [--update-manifest MODEL_FOLDER]
 
 References of a row's runtimes:
@@ -178,14 +179,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("result", type=Path, help="a result file of benchmarks/e2e_validation.py (or e2e_merge.py)")
     parser.add_argument("--rows-of", type=Path, metavar="E2E",
                         help="report only the problems this other run has (to compare two runs on the same rows)")  # fmt: skip
+    parser.add_argument("--without-rows-of", type=Path, metavar="E2E",
+                        help="leave out the problems this other run has (the rows a run added after it, on their own)")  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the report here as JSON (default: print it)")
     parser.add_argument("--update-manifest", type=Path, metavar="MODEL_FOLDER",
                         help="write the run's figures into this model folder's manifest as its e2e_* metrics")  # fmt: skip
     args = parser.parse_args(argv)
     result = read_result(args.result, parser)
-    if args.rows_of:
-        kept = {row["describe"] for row in read_result(args.rows_of, parser)["rows"]}
-        result["rows"] = [row for row in result["rows"] if row["describe"] in kept]
+    for other, keep in ((args.rows_of, True), (args.without_rows_of, False)):
+        if other:
+            named = {row["describe"] for row in read_result(other, parser)["rows"]}
+            result["rows"] = [row for row in result["rows"] if (row["describe"] in named) == keep]
     figures = report(result)
     emit(figures, args.out)
     if args.update_manifest:

@@ -108,7 +108,7 @@ def test_the_command_writes_the_report_and_names_an_unreadable_file(reporter, re
     assert "e2e.json: a run of graphs of up to 8 GEMMs (--graph-size)" in capsys.readouterr().err
 
 
-def test_rows_of_another_run_restricts_the_report_to_its_problems(reporter, result, tmp_path):
+def test_rows_of_another_run_restrict_the_report_to_its_problems_or_are_left_out(reporter, result, tmp_path):
     source, other, out = tmp_path / "e2e.json", tmp_path / "other.json", tmp_path / "report.json"
     source.write_text(json.dumps(result))
     other.write_text(json.dumps({**result, "rows": result["rows"][1:]}))  # row b only
@@ -116,6 +116,9 @@ def test_rows_of_another_run_restricts_the_report_to_its_problems(reporter, resu
     restricted = json.loads(out.read_text())
     assert restricted["rows"] == 1 and restricted["modes"]["diode_fast"]["run"]["worst"] == pytest.approx(12.0 / 10.0)
     assert restricted["defaults_over_max_autotune"]["best"] == pytest.approx(12.0 / 11.0)
+    assert reporter.main([str(source), "--without-rows-of", str(other), "--out", str(out)]) == 0
+    rest = json.loads(out.read_text())  # row a only
+    assert rest["rows"] == 1 and rest == json.loads(json.dumps(reporter.report({**result, "rows": result["rows"][:1]})))
 
 
 def test_update_manifest_replaces_the_e2e_metrics_and_keeps_the_rest(reporter, result, tmp_path, capsys):
