@@ -21,7 +21,7 @@ from diode_backend import catalog, hookimpl, plugins, registry
 from diode_backend.model import entries as model_entries_module
 from diode_backend.model.checkpoint import ModelLoadError, file_sha256, load_checkpoint
 from diode_backend.model.entries import SHIPPED_MODELS, ModelEntry, manifest_entry, model_entries
-from diode_backend.model.learned import LearnedScorer, learned_identity
+from diode_backend.model.learned import LearnedScorer, learned_identity, trained_rates
 from diode_backend.model.manifest import ModelManifest, read_manifest
 from diode_backend.model.network import FrozenTimingModel, TimingModel
 from diode_backend.options import DiodeOptionError
@@ -120,6 +120,32 @@ def test_learned_scorer_times_are_the_ensemble_geometric_mean(tmp_path, h100):
     expected = log_times.double().mean(0).exp()
     assert torch.allclose(torch.tensor(prediction.times_us, dtype=torch.float64), expected, rtol=1e-5)
     assert scorer.identity == learned_identity(file_sha256(path))
+
+
+def test_a_model_ranks_every_device_with_the_rates_of_the_device_it_was_trained_on(tmp_path, h100):
+    """Its data held one device's rates; another's only move the features off what it learnt."""
+    h200 = catalog.resolve_hardware("h200")
+    assert h200.memory_bandwidth_gbps != h100.memory_bandwidth_gbps
+    trained = LearnedScorer.load(write_checkpoint(tmp_path / "t.pt", training={"hardware": h100.to_dict()}))
+    assert trained.predict(PROBLEM, CONFIGS, h200).times_us == trained.predict(PROBLEM, CONFIGS, h100).times_us
+    unrecorded = LearnedScorer.load(write_checkpoint(tmp_path / "u.pt"))  # no record: each device's own
+    assert unrecorded.predict(PROBLEM, CONFIGS, h200).times_us != unrecorded.predict(PROBLEM, CONFIGS, h100).times_us
+
+
+def test_the_shipped_model_ranks_the_h200_as_the_h100_it_was_trained_on():
+    scorer = catalog.pick_entry(catalog.resolve_hardware("h200"), "").load()
+    assert scorer.trained_rates["memory_bandwidth_gbps"] == catalog.resolve_hardware("h100").memory_bandwidth_gbps
+    for problem in (PROBLEM, GemmProblem("bmm", 77, 77, 64, batch=96, dtype="float16"), GemmProblem("mm", 1, 5120, 3584, dtype="float16")):
+        h100, h200 = (scorer.predict(problem, CONFIGS, catalog.resolve_hardware(name)) for name in ("h100", "h200"))
+        assert (h100.times_us, h100.confidence) == (h200.times_us, h200.confidence)
+
+
+@pytest.mark.parametrize(
+    "training",
+    [{}, {"hardware": "H100"}, {"hardware": {"peak_tflops": "fast", "memory_bandwidth_gbps": -1}}, {"hardware": {"peak_tflops": {"float16": "x"}}}],
+)
+def test_a_missing_or_malformed_record_of_the_training_device_leaves_its_rates_to_the_device(training):
+    assert trained_rates(training) == {}
 
 
 def test_a_ranking_runs_on_one_intra_op_thread_and_leaves_the_process_setting_as_it_was(tmp_path, h100):

@@ -4,6 +4,7 @@ checkpoint. Times are microseconds."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -72,6 +73,7 @@ class LearnedScorer:
         self.dtypes = tuple(dtypes)
         self.kinds = tuple(kinds)
         self.identity = learned_identity(checkpoint.sha256, self.kinds)
+        self.trained_rates = trained_rates(checkpoint.training)
 
     @classmethod
     def load(
@@ -112,7 +114,7 @@ class LearnedScorer:
     def _predict(self, problem: GemmProblem, configs: Sequence[KernelConfig], hardware: HardwareInfo) -> Prediction:
         """Score every one of ``configs``."""
         with intra_op_threads(INFERENCE_THREADS), torch.inference_mode():
-            features = self.extractor.extract(problem, configs, hardware)
+            features = self.extractor.extract(problem, configs, with_rates(hardware, self.trained_rates))
             log_times = self.network(features)  # [E, n], log microseconds
             times = log_times.mean(dim=0).exp()
             confidence = self._confidence(problem, configs, log_times)
@@ -132,6 +134,32 @@ class LearnedScorer:
             raw *= familiarity(distance, novelty["scale"])
         calibration = self.checkpoint.calibration
         return calibrate(calibration, raw) if calibration is not None else raw
+
+
+def trained_rates(training: dict) -> dict:
+    """The peak rates and memory bandwidth of the device a checkpoint's data was measured on
+    (``peak_tflops``, ``memory_bandwidth_gbps``, those it recorded), from its ``training`` record.
+
+    A dataset holds one device's timings, so a model learnt nothing of how other rates move a
+    kernel's time; it ranks every device with these (:func:`with_rates`). On an H200, whose
+    description differs from the H100's by its bandwidth alone, the H100 model's pick ran faster
+    with the H100's rates (``docs/decisions.md``)."""
+    recorded = training.get("hardware")
+    if not isinstance(recorded, dict):
+        return {}
+    peaks, bandwidth = recorded.get("peak_tflops"), recorded.get("memory_bandwidth_gbps")
+    rates: dict = {}
+    if isinstance(peaks, dict) and peaks and all(isinstance(v, (int, float)) for v in peaks.values()):
+        rates["peak_tflops"] = {str(k): float(v) for k, v in peaks.items()}
+    if isinstance(bandwidth, (int, float)) and bandwidth > 0:
+        rates["memory_bandwidth_gbps"] = float(bandwidth)
+    return rates
+
+
+def with_rates(hardware: HardwareInfo, rates: dict) -> HardwareInfo:
+    """``hardware`` described with ``rates`` (:func:`trained_rates`) in place of its own; its
+    identity, SM count, shared memory and TF32 rule stay its own."""
+    return dataclasses.replace(hardware, **rates) if rates else hardware
 
 
 def learned_identity(sha256: str, kinds: Sequence[str] = ()) -> str:
