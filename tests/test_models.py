@@ -130,6 +130,8 @@ def test_a_model_ranks_every_device_with_the_rates_of_the_device_it_was_trained_
     assert trained.predict(PROBLEM, CONFIGS, h200).times_us == trained.predict(PROBLEM, CONFIGS, h100).times_us
     unrecorded = LearnedScorer.load(write_checkpoint(tmp_path / "u.pt"))  # no record: each device's own
     assert unrecorded.predict(PROBLEM, CONFIGS, h200).times_us != unrecorded.predict(PROBLEM, CONFIGS, h100).times_us
+    # decisions cached while a model ranked with each device's own rates are not served
+    assert ":rates=trained" in trained.identity and learned_identity("ab") != "learned:ab"
 
 
 def test_the_shipped_model_ranks_the_h200_as_the_h100_it_was_trained_on():

@@ -136,6 +136,10 @@ class LearnedScorer:
         return calibrate(calibration, raw) if calibration is not None else raw
 
 
+#: Which device's rates a learned model ranks with (:func:`trained_rates`), part of its identity.
+RATES = "trained"
+
+
 def trained_rates(training: dict) -> dict:
     """The peak rates and memory bandwidth of the device a checkpoint's data was measured on
     (``peak_tflops``, ``memory_bandwidth_gbps``, those it recorded), from its ``training`` record.
@@ -165,9 +169,10 @@ def with_rates(hardware: HardwareInfo, rates: dict) -> HardwareInfo:
 def learned_identity(sha256: str, kinds: Sequence[str] = ()) -> str:
     """The scorer identity of a checkpoint with this file checksum scoring these candidate
     ``kinds`` (empty: every kind), known from a manifest without loading the file. The kinds
-    change what it predicts (NaN for the others), so cached predictions and decisions keyed by
-    the identity must not outlive them."""
-    return f"learned:{sha256}" + (f":kinds={','.join(sorted(kinds))}" if kinds else "")
+    change what it predicts (NaN for the others), and so does which device's rates it ranks with
+    (:data:`RATES`), so cached predictions and decisions keyed by the identity must not outlive
+    either."""
+    return f"learned:{sha256}:rates={RATES}" + (f":kinds={','.join(sorted(kinds))}" if kinds else "")
 
 
 def feature_extractor_for(checkpoint: Checkpoint) -> FeatureExtractor:
