@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_report import emit, read_result, spread  # noqa: E402
 
-PICK, BASE, KNOWN = "diode_pick", "no_autotune", "best_known"
+PICK, BASE = "diode_pick", "no_autotune"
 #: A change within this ratio is a tie.
 TIE = 1.02
 

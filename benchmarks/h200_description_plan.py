@@ -71,6 +71,23 @@ def to_time(record: ProblemTimings, *picked: KernelConfig) -> tuple[KernelConfig
     return tuple(dict.fromkeys([*picked, *reference]))
 
 
+def rank_both(data: list[str], model: str) -> tuple[list[ProblemTimings], dict, dict]:
+    """The problems of ``data`` (:func:`chosen_problems`) and ``model``'s pick of each ranked as on
+    the device it was trained on and as on :data:`DEVICE` (:func:`picks`).
+
+    :raises ValueError: when ``data`` was not measured on :data:`TRAINED_ON`."""
+    dataset = load_dataset(data)
+    known = registry.known_hardware()
+    trained_on = inference_hardware(dataset.hardware)
+    if known[TRAINED_ON].key != trained_on.key:
+        raise ValueError(f"{data} was measured on {trained_on.key}, not the {TRAINED_ON} this plan compares with")
+    device = dataclasses.replace(known[DEVICE], triton_tf32_rule=trained_on.triton_tf32_rule)
+    records = chosen_problems(dataset.problems)
+    kinds = {config.kind for record in records for config in record.configs}
+    network = FrozenTimingModel(load_checkpoint(model).model)
+    return records, picks(network, records, trained_on, kinds), picks(network, records, device, kinds)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="+")
@@ -78,16 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", type=Path, required=True, help="the list to write (*.gz: compressed)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    dataset = load_dataset(args.data)
-    known = registry.known_hardware()
-    trained_on = inference_hardware(dataset.hardware)
-    if known[TRAINED_ON].key != trained_on.key:
-        parser.error(f"{args.data} was measured on {trained_on.key}, not the {TRAINED_ON} this plan compares with")
-    device = dataclasses.replace(known[DEVICE], triton_tf32_rule=trained_on.triton_tf32_rule)
-    records = chosen_problems(dataset.problems)
-    kinds = {config.kind for record in records for config in record.configs}
-    network = FrozenTimingModel(load_checkpoint(args.model).model)
-    as_trained, as_device = picks(network, records, trained_on, kinds), picks(network, records, device, kinds)
+    try:
+        records, as_trained, as_device = rank_both(args.data, args.model)
+    except ValueError as err:
+        parser.error(str(err))
     listed = {r: to_time(r, as_trained[r], as_device[r]) for r in records if r in as_trained and r in as_device}
     named = [(f"h200-description:{family_of(record)}", record.problem) for record in listed]
     shapes.to_json(named, args.target, "h200-description", configs={r.problem: configs for r, configs in listed.items()})

@@ -16,7 +16,6 @@ or within 2%.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -24,16 +23,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from h200_description_plan import DEVICE, TRAINED_ON, chosen_problems, picks  # noqa: E402
+from h200_description_plan import DEVICE, TRAINED_ON, rank_both  # noqa: E402
 from runtime_list_confidence import HOLDOUT  # noqa: E402
 
-from diode_backend import registry  # noqa: E402
-from diode_backend.model.checkpoint import load_checkpoint  # noqa: E402
-from diode_backend.model.network import FrozenTimingModel  # noqa: E402
 from diode_backend.offline.dataset import load_dataset  # noqa: E402
 from diode_backend.offline import validate  # noqa: E402
 from diode_backend.offline.families import family_of  # noqa: E402
-from diode_backend.offline.train import inference_hardware  # noqa: E402
 
 #: Two times within this ratio are a tie.
 TIE = 1.02
@@ -67,13 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    dataset = load_dataset(args.data)
-    trained_on = inference_hardware(dataset.hardware)
-    device = dataclasses.replace(registry.known_hardware()[DEVICE], triton_tf32_rule=trained_on.triton_tf32_rule)
-    records = chosen_problems(dataset.problems)
-    kinds = {config.kind for record in records for config in record.configs}
-    network = FrozenTimingModel(load_checkpoint(args.model).model)
-    as_trained, as_device = picks(network, records, trained_on, kinds), picks(network, records, device, kinds)
+    try:
+        records, as_trained, as_device = rank_both(args.data, args.model)
+    except ValueError as err:
+        parser.error(str(err))
     differ = [r for r in records if r in as_trained and r in as_device and as_trained[r] != as_device[r]]
     report: dict = {"model": args.model, "tie": TIE, "sweeps": {}}
     for folder in args.timed:
