@@ -10,6 +10,11 @@ whose pick did not change show how far that moves by the runs alone. Reported fo
 pick changed and those where it did not: that ratio's geometric mean, 10th and 90th percentile
 and extremes, how many rows moved by more than :data:`TIE` either way, and each run's pick over
 its own ``best_known`` (the dataset's fastest candidate compiled alone), where both runs have it.
+
+Rows where either run's DIODE ranked another problem than the row's are a group of their own
+(``reshaped``): Inductor's shape padding (``pad_mm``, which pads a misaligned dimension where its
+own benchmark at compile time finds the padded GEMM faster) changed the GEMM, so a changed pick
+there need not come from the ranking, and the padding's extra kernel moves the runtime.
 """
 
 from __future__ import annotations
@@ -33,6 +38,17 @@ def pick_of(row: dict) -> str | None:
     return ((row["modes"].get(PICK, {}).get("diode") or {}).get("decision") or {}).get("pick")
 
 
+def ranked(row: dict) -> str | None:
+    """The problem the single pick's DIODE ranked (the row's unless Inductor reshaped the GEMM)."""
+    return ((row["modes"].get(PICK, {}).get("diode") or {}).get("decision") or {}).get("problem")
+
+
+def reshaped(row: dict) -> bool:
+    """Whether a DIODE mode of ``row`` ranked a GEMM of another shape than the row's problem."""
+    decisions = (((figures.get("diode") or {}).get("decision") or {}) for figures in row["modes"].values())
+    return any(decision.get("problem", row["describe"]) != row["describe"] for decision in decisions)
+
+
 def over_base(row: dict) -> float | None:
     """The row's single pick over its no autotuning, or None where either was not timed."""
     pick, base = (row["modes"].get(mode, {}).get("runtime_us") for mode in (PICK, BASE))
@@ -40,9 +56,10 @@ def over_base(row: dict) -> float | None:
 
 
 def change(before: dict, after: dict) -> dict:
-    """The rows both runs timed, grouped by whether the pick changed (:mod:`this module <e2e_pick_change>`)."""
+    """The rows both runs timed, grouped by whether the pick changed, or the GEMM (:mod:`this module
+    <e2e_pick_change>`)."""
     earlier = {row["describe"]: row for row in before["rows"]}
-    groups: dict[str, list] = {"changed": [], "unchanged": []}
+    groups: dict[str, list] = {"changed": [], "unchanged": [], "reshaped": []}
     for row in after["rows"]:
         old = earlier.get(row["describe"])
         if old is None or over_base(old) is None or over_base(row) is None:
@@ -56,7 +73,12 @@ def change(before: dict, after: dict) -> dict:
             "before_over_best_known": old["modes"][PICK].get("vs_best_known"),
             "after_over_best_known": row["modes"][PICK].get("vs_best_known"),
         }
-        groups["changed" if entry["before"] != entry["after"] else "unchanged"].append(entry)
+        if reshaped(old) or reshaped(row):
+            group = "reshaped"
+            entry["ranked"] = [ranked(old), ranked(row)]
+        else:
+            group = "changed" if entry["before"] != entry["after"] else "unchanged"
+        groups[group].append(entry)
     return {name: summarize(rows) for name, rows in groups.items()}
 
 

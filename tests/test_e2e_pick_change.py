@@ -12,8 +12,8 @@ def script(benchmark_scripts):
     return benchmark_scripts("e2e_validation", "e2e_report", "e2e_pick_change")[2]
 
 
-def row(name: str, pick: str, pick_us: float, base_us: float, vs_known: float | None = None) -> dict:
-    decision = {"diode": {"decision": {"pick": pick}}, "runtime_us": pick_us}
+def row(name: str, pick: str, pick_us: float, base_us: float, vs_known: float | None = None, ranked: str | None = None) -> dict:
+    decision = {"diode": {"decision": {"pick": pick, "problem": ranked or name}}, "runtime_us": pick_us}
     if vs_known is not None:
         decision["vs_best_known"] = vs_known
     return {"describe": name, "workload_class": "decode", "modes": {"diode_pick": decision, "no_autotune": {"runtime_us": base_us}}}
@@ -42,7 +42,24 @@ def test_a_changed_pick_is_judged_over_each_runs_own_no_autotuning(script, tmp_p
 def test_rows_without_both_timings_are_left_out(script):
     untimed = row("a", "aten::mm", 1.0, 1.0)
     del untimed["modes"]["no_autotune"]["runtime_us"]
+    empty = {"rows": 0, "before_over_best_known": None, "after_over_best_known": None, "problems": []}
     assert script.change({"rows": [row("a", "aten::mm", 1.0, 1.0)]}, {"rows": [untimed]}) == {
-        "changed": {"rows": 0, "before_over_best_known": None, "after_over_best_known": None, "problems": []},
-        "unchanged": {"rows": 0, "before_over_best_known": None, "after_over_best_known": None, "problems": []},
+        "changed": empty,
+        "unchanged": empty,
+        "reshaped": empty,
+    }
+
+
+def test_a_gemm_inductor_padded_in_either_run_is_reshaped_not_changed(script):
+    """Inductor's pad_mm padded the GEMM in one run: the pick changed with the problem, not the ranking."""
+    before = {"rows": [row("mm 2x8x8", "aten::mm", 10.0, 10.0), row("mm 3x8x8", "aten::mm", 10.0, 10.0)]}
+    after = {"rows": [row("mm 2x8x8", "triton::x", 9.0, 10.0, ranked="mm 8x8x8"), row("mm 3x8x8", "aten::mm", 10.0, 10.0)]}
+    # the padding showed in the other DIODE mode alone: still reshaped
+    before["rows"][1]["modes"]["diode_fast"] = {"diode": {"decision": {"pick": "aten::mm", "problem": "mm 8x8x8"}}}
+    changed = script.change(before, after)
+    assert changed["changed"]["rows"] == 0 and changed["unchanged"]["rows"] == 0
+    assert changed["reshaped"]["rows"] == 2
+    assert {tuple(entry["ranked"]) for entry in changed["reshaped"]["problems"]} == {
+        ("mm 2x8x8", "mm 8x8x8"),
+        ("mm 3x8x8", "mm 3x8x8"),
     }
