@@ -11,10 +11,9 @@ pick changed and those where it did not: that ratio's geometric mean, 10th and 9
 and extremes, how many rows moved by more than :data:`TIE` either way, and each run's pick over
 its own ``best_known`` (the dataset's fastest candidate compiled alone), where both runs have it.
 
-Rows where either run's DIODE ranked another problem than the row's are a group of their own
-(``reshaped``): Inductor's shape padding (``pad_mm``, which pads a misaligned dimension where its
-own benchmark at compile time finds the padded GEMM faster) changed the GEMM, so a changed pick
-there need not come from the ranking, and the padding's extra kernel moves the runtime.
+Rows where either run's DIODE ranked another problem than the row's (``e2e_report.reshaped``:
+Inductor padded the GEMM) are a group of their own, ``reshaped``: a changed pick there need not
+come from the ranking, and the padding's extra kernel moves the runtime.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_report import emit, read_result, spread  # noqa: E402
+from e2e_report import emit, ranked, read_result, reshaped, spread  # noqa: E402
 
 PICK, BASE = "diode_pick", "no_autotune"
 #: A change within this ratio is a tie.
@@ -36,17 +35,6 @@ TIE = 1.02
 
 def pick_of(row: dict) -> str | None:
     return ((row["modes"].get(PICK, {}).get("diode") or {}).get("decision") or {}).get("pick")
-
-
-def ranked(row: dict) -> str | None:
-    """The problem the single pick's DIODE ranked (the row's unless Inductor reshaped the GEMM)."""
-    return ((row["modes"].get(PICK, {}).get("diode") or {}).get("decision") or {}).get("problem")
-
-
-def reshaped(row: dict) -> bool:
-    """Whether a DIODE mode of ``row`` ranked a GEMM of another shape than the row's problem."""
-    decisions = (((figures.get("diode") or {}).get("decision") or {}) for figures in row["modes"].values())
-    return any(decision.get("problem", row["describe"]) != row["describe"] for decision in decisions)
 
 
 def over_base(row: dict) -> float | None:
@@ -75,7 +63,7 @@ def change(before: dict, after: dict) -> dict:
         }
         if reshaped(old) or reshaped(row):
             group = "reshaped"
-            entry["ranked"] = [ranked(old), ranked(row)]
+            entry["ranked"] = [ranked(old["modes"].get(PICK, {})), ranked(row["modes"].get(PICK, {}))]
         else:
             group = "changed" if entry["before"] != entry["after"] else "unchanged"
         groups[group].append(entry)

@@ -23,6 +23,7 @@ single pick's confidence predicting a hit (within ``1 + calibration.HIT_TOLERANC
 reference), with ``calibration.auroc``; and the defaults' compile time by what they did (kept
 one alone or measured) and the kind of kernel that won (``aten``, ``triton``, or the choice's
 name for another): a Triton winner is compiled once more for the graph after DIODE measured it.
+The rows Inductor reshaped (:func:`reshaped`) are listed with the problem DIODE ranked.
 
 ``--update-manifest`` writes the figures of :data:`MANIFEST_METRICS` (against the run's best)
 into the model folder's manifest as its ``e2e_*`` metrics, replacing every ``e2e_*`` metric it
@@ -104,6 +105,20 @@ def confidence(figures: dict) -> float | None:
     return decision.get("confidence")
 
 
+def ranked(figures: dict) -> str | None:
+    """The problem a DIODE mode ranked: the row's, unless Inductor reshaped the GEMM first."""
+    return ((figures.get("diode") or {}).get("decision") or {}).get("problem")
+
+
+def reshaped(row: dict) -> bool:
+    """Whether a DIODE mode of ``row`` ranked a GEMM of another shape than the row's problem:
+    Inductor's shape padding (``pad_mm``) padded a misaligned dimension, where its own benchmark
+    at compile time found the padded GEMM faster, in every mode of the row alike (``best_known``,
+    keyed on the row's problem, then does not apply). The choice is noisy on small GEMMs, so one
+    run may pad a row another does not."""
+    return any(ranked(figures) not in (None, row["describe"]) for figures in row["modes"].values())
+
+
 def winner_kind(pick: str) -> str:
     """``aten`` or ``triton`` for a DIODE config's description (``aten::mm``, ``triton::mm 64x64x32
     ...``), else the description itself (decompose-k, ...)."""
@@ -160,6 +175,11 @@ def report(result: dict) -> dict:
         ref: [{"problem": row["describe"], "family": row["family"], "ratio": r} for row, r in ratios(rows, DEFAULTS, ref) if r > WORST_BOUND]
         for ref in REFERENCES
     }
+    out["reshaped"] = [
+        {"problem": row["describe"], "ranked": sorted({ranked(f) for f in row["modes"].values()} - {None})}
+        for row in rows
+        if reshaped(row)
+    ]
     out["trusted"] = {"count": sum(map(kept_alone, rows))}
     out["confidence_auroc"] = {}
     for ref in REFERENCES:

@@ -140,3 +140,12 @@ def test_update_manifest_replaces_the_e2e_metrics_and_keeps_the_rest(reporter, r
     with pytest.raises(SystemExit):
         reporter.main([str(source), "--out", str(tmp_path / "r.json"), "--update-manifest", str(tmp_path / "none")])
     assert "--update-manifest:" in capsys.readouterr().err
+
+
+def test_rows_inductor_reshaped_are_listed_with_the_problem_diode_ranked(reporter, result):
+    assert reporter.report(result)["reshaped"] == []
+    # Inductor padded b's M before DIODE saw it, in both DIODE modes
+    for name in ("diode_pick", "diode_fast"):
+        result["rows"][1]["modes"][name].setdefault("diode", {})["decision"] = {"problem": "mm 16x8x8", "pick": "aten::mm", "confidence": 0.2}
+    result["rows"][0]["modes"]["diode_pick"]["diode"]["decision"]["problem"] = "a"
+    assert reporter.report(result)["reshaped"] == [{"problem": "b", "ranked": ["mm 16x8x8"]}]
