@@ -88,18 +88,25 @@ def rank_both(data: list[str], model: str) -> tuple[list[ProblemTimings], dict, 
     return records, picks(network, records, trained_on, kinds), picks(network, records, device, kinds)
 
 
+def ranked_for_command(parser: argparse.ArgumentParser, data: list[str], model: str) -> tuple[list[ProblemTimings], dict, dict]:
+    """:func:`rank_both` for a command, on one thread as DIODE ranks at compile time, less the
+    problems either ranking left without a pick; bad input is a usage error naming it."""
+    torch.set_num_threads(1)
+    try:
+        records, as_trained, as_device = rank_both(data, model)
+    except ValueError as err:
+        parser.error(str(err))
+    return [r for r in records if r in as_trained and r in as_device], as_trained, as_device
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="+")
     parser.add_argument("--model", required=True, help="the model.pt that ranks (the shipped H100 model)")
     parser.add_argument("--target", type=Path, required=True, help="the list to write (*.gz: compressed)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    try:
-        records, as_trained, as_device = rank_both(args.data, args.model)
-    except ValueError as err:
-        parser.error(str(err))
-    listed = {r: to_time(r, as_trained[r], as_device[r]) for r in records if r in as_trained and r in as_device}
+    records, as_trained, as_device = ranked_for_command(parser, args.data, args.model)
+    listed = {r: to_time(r, as_trained[r], as_device[r]) for r in records}
     named = [(f"h200-description:{family_of(record)}", record.problem) for record in listed]
     shapes.to_json(named, args.target, "h200-description", configs={r.problem: configs for r, configs in listed.items()})
     differ = Counter(family_of(r) for r in listed if as_trained[r] != as_device[r])

@@ -20,10 +20,8 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from h200_description_plan import DEVICE, TRAINED_ON, rank_both  # noqa: E402
+from h200_description_plan import DEVICE, TRAINED_ON, ranked_for_command  # noqa: E402
 from runtime_list_confidence import HOLDOUT  # noqa: E402
 
 from diode_backend.offline.dataset import load_dataset  # noqa: E402
@@ -61,12 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timed", nargs="+", required=True, help="H200 dataset folders, one sweep of the plan's list each")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    try:
-        records, as_trained, as_device = rank_both(args.data, args.model)
-    except ValueError as err:
-        parser.error(str(err))
-    differ = [r for r in records if r in as_trained and r in as_device and as_trained[r] != as_device[r]]
+    records, as_trained, as_device = ranked_for_command(parser, args.data, args.model)
+    differ = [r for r in records if as_trained[r] != as_device[r]]
     report: dict = {"model": args.model, "tie": TIE, "sweeps": {}}
     for folder in args.timed:
         timed = load_dataset([folder])
