@@ -39,7 +39,10 @@ from diode_backend.offline.families import of_families, stopping_problems
 from diode_backend.offline.plots import regret_ticks
 from diode_backend.offline.train import inference_hardware
 from diode_backend.offline.tradeoff import (
+    GEOMEAN_SLACK,
     SELECTION_RULE,
+    THRESHOLD_GRID,
+    WORST_BOUND,
     CompiledGraph,
     SimulatedProblem,
     choose_defaults,
@@ -50,14 +53,8 @@ from diode_backend.offline.tradeoff import (
 from diode_backend.options import DiodeOptions
 from diode_backend.problem import KIND_ATEN, GemmProblem
 
-#: Finer near 1, where a calibrated confidence crowds: the trusted share and the worst trusted
-#: pick change several times between 0.95 and 1.
-THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(18)) + tuple(round(0.9 + 0.01 * i, 2) for i in range(11))
 TOP_KS = tuple(range(1, 11))
 RATIOS = tuple(round(1.0 + 0.05 * i, 2) for i in range(21))
-#: The rule's parameters: within 0.5% of the best geomean, worst at most issue 14's bound.
-GEOMEAN_SLACK = 0.005
-WORST_BOUND = 1.15
 #: Where the compile-time axis is labelled.
 COMPILE_TICKS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 #: A (top_k, ratio) drawn for comparison: five candidates, as Inductor's benchmarker was handed.
@@ -165,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     sets = {"stopping": simulated(stopping, scorer, hardware), "held_out": simulated(held_out, scorer, hardware)}
-    grids = {name: simulate_grid(problems, cost, THRESHOLDS, TOP_KS, RATIOS) for name, problems in sets.items()}
+    grids = {name: simulate_grid(problems, cost, THRESHOLD_GRID, TOP_KS, RATIOS) for name, problems in sets.items()}
     chosen = choose_defaults(grids["stopping"], GEOMEAN_SLACK, WORST_BOUND)
     key = (chosen["threshold"], chosen["top_k"], chosen["ratio"])
     options = DiodeOptions()
@@ -195,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_autotune_default_check": check,
             "reference": reference,
         },
-        "grid": {"thresholds": THRESHOLDS, "top_ks": TOP_KS, "ratios": RATIOS},
+        "grid": {"thresholds": THRESHOLD_GRID, "top_ks": TOP_KS, "ratios": RATIOS},
         "rule": {"text": SELECTION_RULE, "geomean_slack": GEOMEAN_SLACK, "worst_bound": WORST_BOUND, "selected_on": "stopping"},
         "chosen": {"threshold": key[0], "top_k": key[1], "ratio": key[2], "stopping": chosen, "held_out": at("held_out", key)},
         "shipped": {

@@ -11,19 +11,25 @@ would measure cannot be replayed (nothing in the run measured its set) and is co
 keeps the run's references (``e2e_report``). Per threshold: the rows kept alone and those not
 replayed, the defaults' runtime against each reference, their compile time over max-autotune
 DEFAULT's on the replayed rows, the defaults against max-autotune DEFAULT row by row, the rows
-over ``e2e_report.WORST_BOUND`` of the run's best, and whether
+over ``tradeoff.WORST_BOUND`` of the run's best, and whether
 issue 14's targets hold on the run's best (geomean at most :data:`GEOMEAN_TARGET`, worst at most
-``e2e_report.WORST_BOUND``, compile at most :data:`COMPILE_TARGET` of max-autotune DEFAULT's).
+``tradeoff.WORST_BOUND``, compile at most :data:`COMPILE_TARGET` of max-autotune DEFAULT's).
 
 The compile times are those of one GEMM a graph; in graphs the compiles of a graph's GEMMs
 overlap, so the figures differ (``e2e_validation --graph-size``). A default may be chosen on a
 run of the early-stopping families (``e2e_validation --families stopping``); on the held-out
-families the sweep is a report.
+families the sweep is a report. ``--select`` does the choosing: on a run every part of which
+was given ``--families stopping`` alone (it refuses any other), over ``tradeoff.THRESHOLD_GRID``
+unless ``--thresholds`` are given, it applies ``tradeoff.SELECTION_RULE`` (the rule the
+simulated trade-off chose the shipped defaults by, the run's own ``top_k`` and ratio fixed) to
+the replayed defaults' runtime over the run's best and their total compile time, weighing only
+thresholds at which every row is replayed (a total over fewer rows is not comparable).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -31,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_replay  # noqa: E402
 import e2e_report  # noqa: E402
 
-#: Issue 14's targets for the defaults, beside ``e2e_report.WORST_BOUND``: runtime geomean over
+from diode_backend.offline.tradeoff import GEOMEAN_SLACK, SELECTION_RULE, THRESHOLD_GRID, WORST_BOUND, choose_defaults  # noqa: E402
+
+#: Issue 14's targets for the defaults, beside ``tradeoff.WORST_BOUND``: runtime geomean over
 #: the best measured, and compile time over max-autotune DEFAULT's.
 GEOMEAN_TARGET, COMPILE_TARGET = 1.02, 0.1
 THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.98, 1.0)
@@ -52,7 +60,7 @@ def at_threshold(result: dict, threshold: float) -> dict:
         run is not None
         and compile_ratio is not None
         and run["geomean"] <= GEOMEAN_TARGET
-        and run["worst"] <= e2e_report.WORST_BOUND
+        and run["worst"] <= WORST_BOUND
         and compile_ratio <= COMPILE_TARGET
     )
     return {
@@ -73,24 +81,59 @@ def sweep(result: dict, thresholds: list[float]) -> list[dict]:
     return [at_threshold(result, threshold) for threshold in sorted(thresholds)]
 
 
+def run_families(result: dict) -> list[str | None]:
+    """The ``--families`` each call of each part of the run was given (None where none was)."""
+    calls = [call for part in result.get("parts", []) for call in (part, *part.get("earlier_calls", []))]
+    given = []
+    for call in calls:
+        words = shlex.split(call.get("environment", {}).get("command", ""))
+        given.append(words[words.index("--families") + 1] if "--families" in words[:-1] else None)
+    return given
+
+
+def selected(points: list[dict]) -> dict | None:
+    """The threshold ``tradeoff.SELECTION_RULE`` selects among ``points`` (:func:`sweep`'s),
+    weighing only those at which every row was replayed; None when there is none."""
+    weighed = [
+        {"threshold": p["threshold"], "top_k": 0, "ratio": 0.0, "geomean": p["run"]["geomean"], "worst": p["run"]["worst"],
+         "compile_s_total": p["compile_s_total"]}
+        for p in points if p["not_replayed"] == 0 and p["run"] is not None
+    ]  # fmt: skip
+    if not weighed:
+        return None
+    chosen = choose_defaults(weighed, GEOMEAN_SLACK, WORST_BOUND)
+    return next(p for p in points if p["threshold"] == chosen["threshold"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("result", type=Path, help="a result file of benchmarks/e2e_validation.py (or e2e_merge.py)")
-    parser.add_argument("--thresholds", type=float, nargs="+", default=list(THRESHOLDS), metavar="T",
-                        help=f"the thresholds to replay (default {' '.join(map(str, THRESHOLDS))})")  # fmt: skip
+    parser.add_argument("--thresholds", type=float, nargs="+", metavar="T",
+                        help=f"the thresholds to replay (default {' '.join(map(str, THRESHOLDS))}; with --select "
+                             "tradeoff.THRESHOLD_GRID)")  # fmt: skip
+    parser.add_argument("--select", action="store_true",
+                        help="select a threshold by tradeoff.SELECTION_RULE (a run of --families stopping only)")  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the sweep here as JSON (default: print it)")
     args = parser.parse_args(argv)
     result = e2e_report.read_result(args.result, parser)
     missing = [mode for mode in (e2e_report.SINGLE_PICK, e2e_report.DEFAULTS, e2e_report.MAX_AUTOTUNE) if mode not in result["modes"]]
     if missing:
         parser.error(f"{args.result}: the run has no {', '.join(missing)} mode; the sweep replays the single pick and the defaults against max-autotune DEFAULT")
+    if args.select and set(run_families(result)) != {"stopping"}:
+        parser.error(f"{args.result}: --select chooses on a run of --families stopping alone; this run's calls were given "
+                     f"{sorted(map(str, set(run_families(result))))}")  # fmt: skip
+    thresholds = args.thresholds or list(THRESHOLD_GRID if args.select else THRESHOLDS)
+    points = sweep(result, thresholds)
     out = {
         "benchmark": "e2e_threshold_sweep",
         "what": "replayed from one run at other thresholds, not measured",
         "method": __doc__.split("\n\n", 1)[1].strip(),
         "run": {"path": str(args.result), "rows": len(result["rows"]), "hardware": result.get("hardware", {}).get("name")},
-        "sweep": sweep(result, args.thresholds),
+        "sweep": points,
     }
+    if args.select:
+        out["rule"] = {"text": SELECTION_RULE, "geomean_slack": GEOMEAN_SLACK, "worst_bound": WORST_BOUND, "selected_on": "stopping"}
+        out["selected"] = selected(points)
     e2e_report.emit(out, args.out)
     return 0
 

@@ -67,3 +67,36 @@ def test_the_command_writes_the_sweep_and_refuses_a_run_without_the_modes(script
         script.main([str(run)])
     assert exit_info.value.code == 2
     assert "no diode_fast mode" in capsys.readouterr().err
+
+
+def with_calls(result: dict, *families: str | None) -> dict:
+    """``result`` as run by calls given these ``--families`` (None: not given), the first the
+    latest call of its part, the others earlier ones."""
+    def call(name):
+        command = "benchmarks/e2e_validation.py data --modes diode_pick" + (f" --families {name}" if name else "")
+        return {"environment": {"command": command}}
+    return {**result, "parts": [{**call(families[0]), "earlier_calls": [call(f) for f in families[1:]]}]}
+
+
+def test_the_rule_selects_the_least_compile_within_the_geomean_slack_and_the_worst_bound(script, result):
+    points = script.sweep(result, [0.0, 0.8, 0.95, 1.0])
+    # 0 runs a 1.4x worst; 0.8 and 0.95 run alike (geomean 1.0), 0.8 compiling less; 1.0 leaves a row out
+    assert script.selected(points)["threshold"] == 0.8
+    assert script.selected([p for p in points if p["threshold"] in (0.0, 1.0)])["threshold"] == 0.0
+    assert script.selected([p for p in points if p["threshold"] == 1.0]) is None
+
+
+def test_select_chooses_only_on_a_run_of_the_stopping_families(script, result, tmp_path, capsys):
+    run, out = tmp_path / "e2e.json", tmp_path / "sweep.json"
+    run.write_text(json.dumps(with_calls(result, "stopping", "stopping")))
+    assert script.main([str(run), "--select", "--thresholds", "0.0", "0.8", "0.95", "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["selected"]["threshold"] == 0.8 and written["rule"]["selected_on"] == "stopping"
+    assert script.main([str(run), "--select", "--out", str(out)]) == 0
+    assert [p["threshold"] for p in json.loads(out.read_text())["sweep"]] == sorted(script.THRESHOLD_GRID)
+    for families in (("held-out",), ("stopping", None), ("stopping", "held-out")):
+        run.write_text(json.dumps(with_calls(result, *families)))
+        with pytest.raises(SystemExit) as exit_info:
+            script.main([str(run), "--select"])
+        assert exit_info.value.code == 2
+        assert "--select chooses on a run of --families stopping alone" in capsys.readouterr().err

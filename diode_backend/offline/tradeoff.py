@@ -237,6 +237,12 @@ def simulate_grid(
     return rows
 
 
+#: The thresholds the rule weighs: finer near 1, where a calibrated confidence crowds (the
+#: trusted share and the worst trusted pick change several times between 0.95 and 1).
+THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(18)) + tuple(round(0.9 + 0.01 * i, 2) for i in range(11))
+#: The rule's parameters: within 0.5% of the best geomean, worst at most issue 14's bound.
+GEOMEAN_SLACK, WORST_BOUND = 0.005, 1.15
+
 #: The selection rule, stated before the grid was computed.
 SELECTION_RULE = (
     "Among the grid points evaluated on the early-stopping families: those whose runtime-over-best "
