@@ -1,13 +1,14 @@
 """How many of the picks a confidence keeps alone run over issue 14's bound as the share kept
-alone grows: the fold models of a recipe rank the training families each was trained without,
-over the compile-time list (``offline.out_of_fold.rank_out_of_fold``, as ``diode train
---hit-model-folds 3`` ranks them; a pick its record did not time is judged from
-``--pick-labels``), and a hit model fitted on the other folds' picks scores each fold's
-(cross-fitted, by ``fit_hit_model`` on the signals DIODE computes at compile time). CPU only.
+alone grows, and of what kind the misses are: each fold model of a recipe ranks the training
+families it was trained without over the compile-time list, as ``diode train --hit-model-folds``
+ranks them (``offline.compile_time``), every pick judged against its record joined with every
+``--pick-labels`` folder (the fastest candidate known), and a hit model fitted on the other
+folds' picks scores each fold's (cross-fitted, by ``fit_hit_model`` on the signals DIODE computes
+at compile time). CPU only.
 
     python benchmarks/trusted_miss_coverage.py trained_models/data/h100/dataset \\
-        --pick-labels D/pick-labels D/pick-labels-2 ... --train-labels D/pick-labels D/pick-labels-2 \\
-        --hidden 64 --layers 3 --output .c2/model.pt --resume --out R/trusted_miss_coverage.json
+        --fold-models .c2/model.pt.folds --pick-labels D/pick-labels D/pick-labels-2 ... \\
+        --out R/trusted_miss_coverage.json
 
 Two hit models on the same signals: the shipped kind (a hit: within ``1 + HIT_TOLERANCE`` of
 the fastest) and one fitted to issue 14's bound (within ``tradeoff.WORST_BOUND``). Per share
@@ -15,32 +16,43 @@ kept alone (the picks of highest probability first): the picks kept, those over 
 over :data:`FAR`, the worst, the geomean, the least probability kept, and what a run of
 ``--run-rows`` GEMMs keeping that share alone can expect of its kept picks: the mean number over
 the bound (share x rows x the rate here) and the chance, were misses independent, that none is
-(Poisson). The ratios are over the fastest candidate the records and labels timed, not a run's
-best mode, and the families are training families: the figures bound what any threshold on
-such a confidence can do, they choose nothing.
+(Poisson). The picks over the bound are counted by kind (ATen or Triton) and by what would have
+caught them: a check of the pick against the ATen calls (which compile nothing), and one that
+adds the predicted-best Triton candidate. The ratios are over the fastest candidate the records
+and labels timed, not a run's best mode, and the families are training families: the figures
+bound what any threshold on such a confidence can do, they choose nothing. The fold models are
+those ``benchmarks/h100_pick_labels_plan.py`` or ``benchmarks/pick_labels_training.py --output``
+trains (``fold-K.pt``, each recording the families it was trained without).
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_report  # noqa: E402
-from runtime_list_confidence import CALIBRATION, HOLDOUT, STOPPING, fold_study_parser  # noqa: E402
+from runtime_list_confidence import HOLDOUT  # noqa: E402
 
 from diode_backend import registry  # noqa: E402
-from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
-from diode_backend.model.hit_model import fit_hit_model, hit_probability  # noqa: E402
+from diode_backend.model.calibration import HIT_TOLERANCE, auroc, pick_statistics  # noqa: E402
+from diode_backend.model.checkpoint import load_checkpoint  # noqa: E402
+from diode_backend.model.hit_model import fit_hit_model, hit_probability, pick_signals  # noqa: E402
+from diode_backend.model.network import FrozenTimingModel  # noqa: E402
+from diode_backend.model.novelty import nearest_distance  # noqa: E402
+from diode_backend.offline.compile_time import compile_time_predictions  # noqa: E402
 from diode_backend.offline.dataset import load_dataset  # noqa: E402
-from diode_backend.offline.out_of_fold import OutOfFoldRow, rank_out_of_fold  # noqa: E402
+from diode_backend.offline.families import family_of  # noqa: E402
 from diode_backend.offline.pick_labels import joined, load_pick_labels  # noqa: E402
 from diode_backend.offline.tradeoff import WORST_BOUND  # noqa: E402
-from diode_backend.offline.train import TrainOptions, inference_hardware  # noqa: E402
+from diode_backend.offline.train import inference_hardware  # noqa: E402
+from diode_backend.problem import KIND_ATEN  # noqa: E402
 
 #: A pick this far over the fastest is counted apart: far beyond any bound.
 FAR = 1.3
@@ -49,16 +61,60 @@ SHARES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)
 HIT_WITHIN = {"within_5_percent": 1 + HIT_TOLERANCE, "within_bound": WORST_BOUND}
 
 
-def cross_fitted(rows: Sequence[OutOfFoldRow], within: float) -> list[float]:
-    """Each row's probability of running within ``within`` of the fastest, by a hit model
-    fitted on the other folds' rows."""
-    probabilities = [0.0] * len(rows)
-    for fold in sorted({row.fold for row in rows}):
-        others = [row for row in rows if row.fold != fold]
-        block = fit_hit_model([r.signals for r in others], [r.ratio <= within for r in others], [r.family for r in others])
-        for i, row in enumerate(rows):
-            if row.fold == fold:
-                probabilities[i] = hit_probability(block, row.signals)
+@dataclass(frozen=True)
+class RankedPick:
+    """One training problem's compile-time pick by the fold model that did not train on it:
+    its signals, and its time, the ATen calls' fastest and the predicted-best Triton
+    candidate's over the fastest known (None where not timed)."""
+
+    fold: int
+    family: str
+    signals: list[float]
+    aten: bool
+    ratio: float
+    aten_ratio: float | None
+    triton_ratio: float | None
+
+
+def ranked_picks(records, fold_models: Sequence[Path], hardware) -> list[RankedPick]:
+    """Each fold model's picks of the training families it was trained without (its
+    ``holdout_families`` less the held-out ones), judged against ``records``; a pick they did
+    not time is left out."""
+    extractor = registry.feature_extractors()["gemm"]
+    picks = []
+    for fold, path in enumerate(fold_models):
+        checkpoint = load_checkpoint(path)
+        families = set(checkpoint.training["holdout_families"]) - set(HOLDOUT)
+        mine = [record for record in records if family_of(record) in families]
+        network = FrozenTimingModel(checkpoint.model)
+        for record, configs, member_log_times in compile_time_predictions(network, mine, extractor, hardware):
+            times = dict(zip(record.configs, record.times_us))
+            pick = configs[pick_statistics(member_log_times)[0]] if configs else None
+            if pick not in times:
+                continue
+            fastest = min(times.values())
+            aten = [times[c] for c in configs if c.kind == KIND_ATEN and c in times]
+            order = member_log_times.mean(0).argsort().tolist()
+            triton = next((configs[i] for i in order if configs[i].kind != KIND_ATEN), None)
+            picks.append(RankedPick(
+                fold, family_of(record),
+                pick_signals(record.problem, configs, member_log_times, nearest_distance(checkpoint.novelty["support"], record.problem)),
+                pick.kind == KIND_ATEN, times[pick] / fastest, min(aten) / fastest if aten else None,
+                times[triton] / fastest if triton in times else None,
+            ))  # fmt: skip
+    return picks
+
+
+def cross_fitted(picks: Sequence[RankedPick], within: float) -> list[float]:
+    """Each pick's probability of running within ``within`` of the fastest, by a hit model
+    fitted on the other folds' picks."""
+    probabilities = [0.0] * len(picks)
+    for fold in sorted({pick.fold for pick in picks}):
+        others = [pick for pick in picks if pick.fold != fold]
+        block = fit_hit_model([p.signals for p in others], [p.ratio <= within for p in others], [p.family for p in others])
+        for i, pick in enumerate(picks):
+            if pick.fold == fold:
+                probabilities[i] = hit_probability(block, pick.signals)
     return probabilities
 
 
@@ -80,11 +136,31 @@ def coverage(probabilities: Sequence[float], ratios: Sequence[float], shares: Se
     return table
 
 
-def study(rows: Sequence[OutOfFoldRow], run_rows: int, shares: Sequence[float] = SHARES) -> dict:
-    ratios = [row.ratio for row in rows]
+def misses(picks: Sequence[RankedPick]) -> dict:
+    """The picks over the bound by kind, and how many stay over it when checked against the
+    ATen calls, and against those and the predicted-best Triton candidate."""
+
+    def checked(pick: RankedPick, triton: bool) -> float:
+        others = [pick.aten_ratio, pick.triton_ratio if triton else None]
+        return min([pick.ratio, *(r for r in others if r is not None)])
+
+    table = {}
+    for kind, aten in (("aten", True), ("triton", False)):
+        mine = [pick for pick in picks if pick.aten == aten]
+        table[kind] = {
+            "picks": len(mine),
+            "over_bound": sum(p.ratio > WORST_BOUND for p in mine),
+            "over_bound_after_aten_check": sum(checked(p, False) > WORST_BOUND for p in mine),
+            "over_bound_after_aten_and_triton_check": sum(checked(p, True) > WORST_BOUND for p in mine),
+        }
+    return table
+
+
+def study(picks: Sequence[RankedPick], run_rows: int, shares: Sequence[float] = SHARES) -> dict:
+    ratios = [pick.ratio for pick in picks]
     models = {}
     for name, within in HIT_WITHIN.items():
-        probabilities = cross_fitted(rows, within)
+        probabilities = cross_fitted(picks, within)
         models[name] = {
             "hit_within": within,
             "auroc": {
@@ -94,44 +170,41 @@ def study(rows: Sequence[OutOfFoldRow], run_rows: int, shares: Sequence[float] =
             "coverage": coverage(probabilities, ratios, shares, run_rows),
         }
     return {
-        "rows": len(rows),
-        "labelled": sum(row.labelled for row in rows),
+        "picks": len(picks),
         "over_bound": sum(r > WORST_BOUND for r in ratios),
         "over_far": sum(r > FAR for r in ratios),
         "bound": WORST_BOUND,
         "far": FAR,
         "run_rows": run_rows,
+        "misses": misses(picks),
         "models": models,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = fold_study_parser(__doc__, output_help="the recipe's fold models are OUTPUT.folds (trained there or, with --resume, reused)")
-    parser.add_argument("--pick-labels", nargs="+", required=True, help="the labels untimed picks are judged by, a folder per round")
-    parser.add_argument("--train-labels", nargs="*", default=[], help="the labels the recipe trains on (joined with the records)")
-    parser.add_argument("--hidden", type=int, default=TrainOptions.hidden)
-    parser.add_argument("--layers", type=int, default=TrainOptions.layers)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="+")
+    parser.add_argument("--fold-models", type=Path, required=True, help="a folder of fold-K.pt (the recipe's fold models)")
+    parser.add_argument("--pick-labels", nargs="*", default=[], help="label folders joined with the records to judge every pick")
     parser.add_argument("--run-rows", type=int, default=173, help="the GEMMs of the run the expectations are for (default: the held-out run's 173)")
+    parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    fold_models = sorted(args.fold_models.glob("fold-*.pt"))
+    if not fold_models:
+        parser.error(f"--fold-models {args.fold_models}: no fold-K.pt there (benchmarks/pick_labels_training.py --output trains them)")
     torch.set_num_threads(1)
     dataset = load_dataset(args.data)
     records = dataset.split("train")
-    if args.train_labels:
-        records = joined(records, load_pick_labels(args.train_labels, dataset.hardware.key))
-    ranked = rank_out_of_fold(
-        records, inference_hardware(dataset.hardware), registry.feature_extractors()["gemm"], args.output,
-        TrainOptions(hidden=args.hidden, layers=args.layers), folds=3, resume=args.resume, holdout_families=HOLDOUT,
-        stopping_families=STOPPING, calibration_families=CALIBRATION,
-        pick_labels=load_pick_labels(args.pick_labels, dataset.hardware.key),
-    )  # fmt: skip
+    if args.pick_labels:
+        records = joined(records, load_pick_labels(args.pick_labels, dataset.hardware.key))
+    picks = ranked_picks(records, fold_models, inference_hardware(dataset.hardware))
     result = {
         "benchmark": "trusted_miss_coverage",
         "what": "out of fold on training families, cross-fitted hit models; chooses nothing",
         "method": " ".join(__doc__.split("\n\n")[2].split()),
-        "recipe": {"hidden": args.hidden, "layers": args.layers, "train_labels": args.train_labels, "fold_models": str(args.output) + ".folds"},
+        "fold_models": [str(path) for path in fold_models],
         "pick_labels": args.pick_labels,
-        "folds": ranked.folds,
-        **study(ranked.rows, args.run_rows),
+        **study(picks, args.run_rows),
     }
     e2e_report.emit(result, args.out)
     return 0

@@ -1,14 +1,12 @@
-"""``benchmarks/trusted_miss_coverage.py`` on hand-made out-of-fold rows: the picks kept alone
-are those of highest probability, their misses over issue 14's bound are counted per share, and
-each fold is scored by a hit model fitted on the other folds alone."""
+"""``benchmarks/trusted_miss_coverage.py`` on hand-made picks: the picks kept alone are those of
+highest probability, their misses over issue 14's bound are counted per share and by what a
+check would have caught, and each fold is scored by a hit model fitted on the other folds alone."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-
-from diode_backend.offline.out_of_fold import OutOfFoldRow
 
 
 @pytest.fixture
@@ -28,18 +26,34 @@ def test_the_kept_picks_are_the_most_probable_and_their_misses_are_counted(scrip
     assert everything["kept"] == 4 and everything["over_bound"] == 2 and everything["over_far"] == 1
 
 
-def rows_where_the_first_signal_tells_misses() -> list[OutOfFoldRow]:
-    rows = []
-    for i in range(120):
-        miss = i % 4 == 0
-        signals = [1.0 if miss else 0.0, float(i % 7)]
-        rows.append(OutOfFoldRow(fold=i % 3, family=f"f{i % 6}", signals=signals, ratio=1.5 if miss else 1.0))
-    return rows
+def pick(script, fold=0, signal=0.0, ratio=1.0, aten=False, aten_ratio=None, triton_ratio=None, family="f"):
+    return script.RankedPick(fold, family, [signal, 0.0], aten, ratio, aten_ratio, triton_ratio)
+
+
+def test_misses_are_counted_by_kind_and_by_the_check_that_would_catch_them(script):
+    picks = [
+        pick(script, aten=True, ratio=1.5, aten_ratio=1.0),  # another ATen call is the fastest
+        pick(script, aten=True, ratio=1.5, aten_ratio=1.5, triton_ratio=1.0),  # a Triton tile is
+        pick(script, ratio=1.4, aten_ratio=1.1),  # a Triton pick where cuBLAS is within the bound
+        pick(script, ratio=1.4, aten_ratio=2.0, triton_ratio=1.4),  # the pick is the predicted-best Triton
+        pick(script, ratio=1.0, aten_ratio=1.3),
+    ]
+    assert script.misses(picks) == {
+        "aten": {"picks": 2, "over_bound": 2, "over_bound_after_aten_check": 1, "over_bound_after_aten_and_triton_check": 0},
+        "triton": {"picks": 3, "over_bound": 2, "over_bound_after_aten_check": 1, "over_bound_after_aten_and_triton_check": 1},
+    }
+
+
+def picks_where_the_first_signal_tells_misses(script) -> list:
+    return [
+        pick(script, fold=i % 3, family=f"f{i % 6}", signal=1.0 if i % 4 == 0 else 0.0, ratio=1.5 if i % 4 == 0 else 1.0)
+        for i in range(120)
+    ]
 
 
 def test_a_signal_that_tells_misses_keeps_none_alone_until_the_hits_run_out(script):
-    result = script.study(rows_where_the_first_signal_tells_misses(), run_rows=173, shares=[0.5, 0.75, 1.0])
-    assert result["rows"] == 120 and result["over_bound"] == 30
+    result = script.study(picks_where_the_first_signal_tells_misses(script), run_rows=173, shares=[0.5, 0.75, 1.0])
+    assert result["picks"] == 120 and result["over_bound"] == 30
     for model in result["models"].values():
         assert model["auroc"]["within_bound"] == pytest.approx(1.0)
         by_share = {entry["share"]: entry for entry in model["coverage"]}
@@ -48,13 +62,20 @@ def test_a_signal_that_tells_misses_keeps_none_alone_until_the_hits_run_out(scri
 
 
 def test_each_fold_is_scored_by_a_fit_on_the_others(script):
-    rows = rows_where_the_first_signal_tells_misses()
-    # fold 0's rows say the opposite of the other folds': a fit that saw them would score them right
+    picks = picks_where_the_first_signal_tells_misses(script)
+    # fold 0's picks say the opposite of the other folds': a fit that saw them would score them right
     flipped = [
-        OutOfFoldRow(r.fold, r.family, [1.0 - r.signals[0], r.signals[1]], r.ratio) if r.fold == 0 else r for r in rows
+        pick(script, p.fold, 1.0 - p.signals[0], p.ratio, family=p.family) if p.fold == 0 else p for p in picks
     ]
     probabilities = script.cross_fitted(flipped, within=1.15)
-    fold_0 = [(p, r.ratio) for p, r in zip(probabilities, flipped) if r.fold == 0]
-    hits = [p for p, ratio in fold_0 if ratio <= 1.15]
-    misses = [p for p, ratio in fold_0 if ratio > 1.15]
+    fold_0 = [(prob, p.ratio) for prob, p in zip(probabilities, flipped) if p.fold == 0]
+    hits = [prob for prob, ratio in fold_0 if ratio <= 1.15]
+    misses = [prob for prob, ratio in fold_0 if ratio > 1.15]
     assert max(hits) < min(misses)
+
+
+def test_the_command_refuses_a_folder_without_fold_models(script, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["data", "--fold-models", str(tmp_path), "--out", str(tmp_path / "out.json")])
+    assert exit_info.value.code == 2
+    assert "no fold-K.pt there" in capsys.readouterr().err
