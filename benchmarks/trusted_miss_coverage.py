@@ -16,8 +16,8 @@ kept alone (the picks of highest probability first): the picks kept, those over 
 over :data:`FAR`, the worst, the geomean, the least probability kept, and what a run of
 ``--run-rows`` GEMMs keeping that share alone can expect of its kept picks: the mean number over
 the bound (share x rows x the rate here) and the chance, were misses independent, that none is
-(Poisson). The picks over the bound are counted by kind (ATen or Triton) and by what would have
-caught them: a check of the pick against the ATen calls (which compile nothing), and one that
+(Poisson). The picks over the bound are counted by kind (ATen or Triton), by workload class and
+by what would have caught them: a check of the pick against the ATen calls (which compile nothing), and one that
 adds the predicted-best Triton candidate. The ratios are over the fastest candidate the records
 and labels timed, not a run's best mode, and the families are training families: the figures
 bound what any threshold on such a confidence can do, they choose nothing. The fold models are
@@ -53,6 +53,7 @@ from diode_backend.offline.pick_labels import joined, load_pick_labels  # noqa: 
 from diode_backend.offline.tradeoff import WORST_BOUND  # noqa: E402
 from diode_backend.offline.train import inference_hardware  # noqa: E402
 from diode_backend.problem import KIND_ATEN  # noqa: E402
+from diode_backend.workload import WORKLOAD_CLASSES, workload_class  # noqa: E402
 
 #: A pick this far over the fastest is counted apart: far beyond any bound.
 FAR = 1.3
@@ -69,6 +70,7 @@ class RankedPick:
 
     fold: int
     family: str
+    workload: str
     signals: list[float]
     aten: bool
     ratio: float
@@ -97,7 +99,7 @@ def ranked_picks(records, fold_models: Sequence[Path], hardware) -> list[RankedP
             order = member_log_times.mean(0).argsort().tolist()
             triton = next((configs[i] for i in order if configs[i].kind != KIND_ATEN), None)
             picks.append(RankedPick(
-                fold, family_of(record),
+                fold, family_of(record), workload_class(record.problem),
                 pick_signals(record.problem, configs, member_log_times, nearest_distance(checkpoint.novelty["support"], record.problem)),
                 pick.kind == KIND_ATEN, times[pick] / fastest, min(aten) / fastest if aten else None,
                 times[triton] / fastest if triton in times else None,
@@ -138,7 +140,8 @@ def coverage(probabilities: Sequence[float], ratios: Sequence[float], shares: Se
 
 def misses(picks: Sequence[RankedPick]) -> dict:
     """The picks over the bound by kind, and how many stay over it when checked against the
-    ATen calls, and against those and the predicted-best Triton candidate."""
+    ATen calls, and against those and the predicted-best Triton candidate; and by workload
+    class, the picks and those over the bound of each kind."""
 
     def checked(pick: RankedPick, triton: bool) -> float:
         others = [pick.aten_ratio, pick.triton_ratio if triton else None]
@@ -153,6 +156,14 @@ def misses(picks: Sequence[RankedPick]) -> dict:
             "over_bound_after_aten_check": sum(checked(p, False) > WORST_BOUND for p in mine),
             "over_bound_after_aten_and_triton_check": sum(checked(p, True) > WORST_BOUND for p in mine),
         }
+    table["by_class"] = {
+        name: {
+            "picks": len(mine),
+            "over_bound": {kind: sum(p.ratio > WORST_BOUND and p.aten == aten for p in mine) for kind, aten in (("aten", True), ("triton", False))},
+        }
+        for name in WORKLOAD_CLASSES
+        if (mine := [p for p in picks if p.workload == name])
+    }
     return table
 
 

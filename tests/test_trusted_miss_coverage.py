@@ -26,8 +26,8 @@ def test_the_kept_picks_are_the_most_probable_and_their_misses_are_counted(scrip
     assert everything["kept"] == 4 and everything["over_bound"] == 2 and everything["over_far"] == 1
 
 
-def pick(script, fold=0, signal=0.0, ratio=1.0, aten=False, aten_ratio=None, triton_ratio=None, family="f"):
-    return script.RankedPick(fold, family, [signal, 0.0], aten, ratio, aten_ratio, triton_ratio)
+def pick(script, fold=0, signal=0.0, ratio=1.0, aten=False, aten_ratio=None, triton_ratio=None, family="f", workload="decode"):
+    return script.RankedPick(fold, family, workload, [signal, 0.0], aten, ratio, aten_ratio, triton_ratio)
 
 
 def test_misses_are_counted_by_kind_and_by_the_check_that_would_catch_them(script):
@@ -35,12 +35,16 @@ def test_misses_are_counted_by_kind_and_by_the_check_that_would_catch_them(scrip
         pick(script, aten=True, ratio=1.5, aten_ratio=1.0),  # another ATen call is the fastest
         pick(script, aten=True, ratio=1.5, aten_ratio=1.5, triton_ratio=1.0),  # a Triton tile is
         pick(script, ratio=1.4, aten_ratio=1.1),  # a Triton pick where cuBLAS is within the bound
-        pick(script, ratio=1.4, aten_ratio=2.0, triton_ratio=1.4),  # the pick is the predicted-best Triton
-        pick(script, ratio=1.0, aten_ratio=1.3),
+        pick(script, ratio=1.4, aten_ratio=2.0, triton_ratio=1.4, workload="fp32"),  # the pick is the predicted-best Triton
+        pick(script, ratio=1.0, aten_ratio=1.3, workload="fp32"),
     ]
     assert script.misses(picks) == {
         "aten": {"picks": 2, "over_bound": 2, "over_bound_after_aten_check": 1, "over_bound_after_aten_and_triton_check": 0},
         "triton": {"picks": 3, "over_bound": 2, "over_bound_after_aten_check": 1, "over_bound_after_aten_and_triton_check": 1},
+        "by_class": {
+            "fp32": {"picks": 2, "over_bound": {"aten": 0, "triton": 1}},
+            "decode": {"picks": 3, "over_bound": {"aten": 2, "triton": 1}},
+        },
     }
 
 
