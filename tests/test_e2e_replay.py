@@ -6,6 +6,8 @@ references stay those of the run."""
 from __future__ import annotations
 
 import pytest
+from e2e_rows import defaults, run, single_pick
+from e2e_rows import row as e2e_row
 
 
 @pytest.fixture
@@ -13,34 +15,19 @@ def replay(benchmark_scripts):
     return benchmark_scripts("e2e_report", "e2e_replay")[1]
 
 
-def pick(runtime_us: float, compile_s: float, confidence: float) -> dict:
-    stats = {"single_pick": 1, "benchmarked_top_k": 0, "decision": {"pick": "aten::mm", "confidence": confidence}}
-    return {"runtime_us": runtime_us, "compile_s": compile_s, "diode": stats}
-
-
-def defaults(runtime_us: float, compile_s: float, trusted: bool) -> dict:
-    stats = {"single_pick": int(trusted), "benchmarked_top_k": int(not trusted)}
-    return {"runtime_us": runtime_us, "compile_s": compile_s, "diode": stats}
-
-
 def row(name: str, old_confidence: float, pick_us: float, defaults_us: float, old_trusted: bool) -> dict:
-    modes = {
-        "diode_pick": pick(pick_us, 0.5, old_confidence),
-        "diode_fast": defaults(defaults_us, 0.5 if old_trusted else 2.0, old_trusted),
-        "max_autotune_default": {"runtime_us": 12.0, "compile_s": 20.0},
-    }
-    return {"describe": name, "family": "f", "workload_class": "decode", "best_measured_us": 10.0, "modes": modes}
+    fast = defaults(defaults_us, 0.5 if old_trusted else 2.0, old_trusted)
+    return e2e_row(name, single_pick(pick_us, 0.5, old_confidence), fast, max_autotune=(12.0, 20.0))
 
 
 @pytest.fixture
 def result() -> dict:
-    rows = [
+    return run([
         row("trusted by both", 0.99, 11.0, 11.0, True),
         row("trusted by the new only", 0.90, 13.0, 10.0, False),  # its defaults measured the 10
         row("trusted by the old only", 0.97, 10.0, 10.0, True),
         row("trusted by neither", 0.50, 14.0, 10.5, False),
-    ]
-    return {"modes": {"diode_pick": {}, "diode_fast": {}, "max_autotune_default": {}}, "rows": rows}
+    ])
 
 
 #: the new confidences: the first two over any default threshold, the others under

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from e2e_rows import defaults, run, single_pick
+from e2e_rows import row as e2e_row
 
 
 @pytest.fixture
@@ -16,24 +18,17 @@ def script(benchmark_scripts):
 
 
 def row(name: str, confidence: float, pick_us: float, defaults_us: float, kept_alone: bool) -> dict:
-    pick = {"single_pick": 1, "benchmarked_top_k": 0, "decision": {"pick": "aten::mm", "confidence": confidence}}
-    defaults = {"single_pick": int(kept_alone), "benchmarked_top_k": int(not kept_alone)}
-    modes = {
-        "diode_pick": {"runtime_us": pick_us, "compile_s": 0.4, "diode": pick},
-        "diode_fast": {"runtime_us": defaults_us, "compile_s": 0.4 if kept_alone else 2.0, "diode": defaults},
-        "max_autotune_default": {"runtime_us": 11.0, "compile_s": 10.0},
-    }
-    return {"describe": name, "family": "f", "workload_class": "decode", "best_measured_us": 10.0, "modes": modes}
+    fast = defaults(defaults_us, 0.4 if kept_alone else 2.0, kept_alone)
+    return e2e_row(name, single_pick(pick_us, 0.4, confidence), fast, max_autotune=(11.0, 10.0))
 
 
 @pytest.fixture
 def result() -> dict:
-    rows = [
+    return run([
         row("kept alone", 0.99, 10.0, 10.0, True),
         row("sure enough", 0.90, 10.0, 10.0, False),
         row("unsure and wrong", 0.50, 14.0, 10.0, False),  # its pick runs 1.4x what the defaults measured
-    ]
-    return {"modes": {"diode_pick": {}, "diode_fast": {}, "max_autotune_default": {}}, "rows": rows}
+    ])
 
 
 def test_each_threshold_keeps_alone_what_its_confidence_reaches(script, result):
