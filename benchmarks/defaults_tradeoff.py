@@ -40,12 +40,12 @@ from diode_backend.offline.plots import regret_ticks
 from diode_backend.offline.train import inference_hardware
 from diode_backend.offline.tradeoff import (
     GEOMEAN_SLACK,
-    SELECTION_RULE,
     THRESHOLD_GRID,
     WORST_BOUND,
     CompiledGraph,
     SimulatedProblem,
     choose_defaults,
+    selection_record,
     fit_compile_cost,
     simulate_grid,
     simulated_problem,
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             "reference": reference,
         },
         "grid": {"thresholds": THRESHOLD_GRID, "top_ks": TOP_KS, "ratios": RATIOS},
-        "rule": {"text": SELECTION_RULE, "geomean_slack": GEOMEAN_SLACK, "worst_bound": WORST_BOUND, "selected_on": "stopping"},
+        "rule": selection_record(),
         "chosen": {"threshold": key[0], "top_k": key[1], "ratio": key[2], "stopping": chosen, "held_out": at("held_out", key)},
         "shipped": {
             "threshold": shipped[0], "top_k": shipped[1], "ratio": shipped[2], "is_chosen": shipped == key,

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_replay  # noqa: E402
 import e2e_report  # noqa: E402
 
-from diode_backend.offline.tradeoff import GEOMEAN_SLACK, SELECTION_RULE, THRESHOLD_GRID, WORST_BOUND, choose_defaults  # noqa: E402
+from diode_backend.offline.tradeoff import GEOMEAN_SLACK, THRESHOLD_GRID, WORST_BOUND, choose_defaults, selection_record  # noqa: E402
 
 #: Issue 14's targets for the defaults, beside ``tradeoff.WORST_BOUND``: runtime geomean over
 #: the best measured, and compile time over max-autotune DEFAULT's.
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "sweep": points,
     }
     if args.select:
-        out["rule"] = {"text": SELECTION_RULE, "geomean_slack": GEOMEAN_SLACK, "worst_bound": WORST_BOUND, "selected_on": "stopping"}
+        out["rule"] = selection_record()
         out["selected"] = selected(points)
     e2e_report.emit(out, args.out)
     return 0

@@ -253,6 +253,11 @@ SELECTION_RULE = (
 )
 
 
+def selection_record() -> dict:
+    """The rule and its parameters as a result file records them (chosen on the early-stopping families)."""
+    return {"text": SELECTION_RULE, "geomean_slack": GEOMEAN_SLACK, "worst_bound": WORST_BOUND, "selected_on": "stopping"}
+
+
 def choose_defaults(rows: Sequence[dict[str, float]], geomean_slack: float, worst_bound: float) -> dict[str, float]:
     """The grid row :data:`SELECTION_RULE` selects."""
     least_geomean = min(r["geomean"] for r in rows)
