@@ -28,6 +28,15 @@ timed run is issued as ``flush, sleep, start event, launch, end event`` with the
   (flush, sleep and the kernel's estimated time together), so the lead only grows during a pass
   and every launch is queued before the GPU reaches its start event.
 
+The guard rests on a launch's host time measured before the pass, which a slower moment of the
+host can exceed. So right after each launch is issued, the timer asks whether the GPU has
+already passed the run's start event: if it has, the GPU may have waited for the launch between
+its events, and the run is *starved*. A starved run is left out of the launch's samples (unless
+every run of the launch was), counted in ``Timer.starved``, and the launch's host time is raised
+by :data:`STARVED_BACKOFF` for the rest of the pass. Whether a run is starved depends on the
+host and on the work queued before its start event, not on the kernel it times, so leaving it
+out does not bias the median.
+
 :class:`GraphTimer` takes the host out of the loop instead: each round of runs (a flush and one
 run of every candidate, each between two events) is captured once as a CUDA graph and replayed,
 so the GPU runs the round back to back whatever the host's pace, and needs no sleep. Its
@@ -54,6 +63,8 @@ import torch
 
 #: the size of the fill between the L2 flush and a timed run (``TimingMethod.settle_fill``)
 SETTLE_BYTES = 1 << 20
+#: after a starved run, the factor on the launch's host time that guards its later runs of the pass
+STARVED_BACKOFF = 1.5
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,9 @@ class TimingMethod:
             "graph": f"{events}, each round of runs captured once as a CUDA graph and replayed (launches that cannot be "
             "captured: as 'stream')",
             "stream": f"{events}, a sleep kernel keeping the GPU behind the host (a lead at the start of each pass, then "
-            "guard_margin times each run's host time of GPU work per run)",
+            "guard_margin times each run's host time of GPU work per run); a run whose start event the GPU had passed "
+            "when its launch returned (starved) is left out unless all of the launch's were, and raises the launch's "
+            f"host time by {STARVED_BACKOFF}x for the rest of the pass",
             "host": "the host's clock around each run (on the CPU), nothing flushed",
         }[self.replay]
         return {
@@ -130,9 +143,11 @@ class HostTimer:
     def __init__(self, method: TimingMethod = TimingMethod()) -> None:
         self.method = method
         self.host_us: list[float] = []  # each candidate's estimate run, of the last problem
+        self.starved: list[int] = []  # as Timer's: none here, the host's clock waits for no queue
 
     def time(self, launches: Sequence[Callable[[], Any]]) -> list[list[float]]:
         """The timed runs of each launch, in microseconds (estimate run first)."""
+        self.starved = [0] * len(launches)
         samples = [[self._once(launch)] for launch in launches]
         self.host_us = [runs[0] for runs in samples]
         reps = self.method.reps(self.host_us)
@@ -162,30 +177,38 @@ class Timer:
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         self.flush_us = self._time_flush() if method.flush_l2 else 0.0
         self.host_us: list[float] = []  # each candidate's launch host time, of the last problem
+        self.starved: list[int] = []  # each candidate's starved runs, left out, of the last problem
         # host time of a run's flush, sleep and events (all but the launch), of the last pass
         self.loop_us = self._time_loop()
 
     def time(self, launches: Sequence[Callable[[], Any]]) -> list[list[float]]:
-        """The timed runs of each launch, in microseconds (estimate run first)."""
+        """The timed runs of each launch that were not starved, in microseconds (estimate run
+        first, where it was not); ``starved`` counts the others."""
+        self.starved = [0] * len(launches)
         if not launches:
             return []
         was_enabled = gc.isenabled()
         gc.disable()  # a collection between the start event and the launch would be timed
         try:
             self.host_us = [self._host_time(launch) for launch in launches]
-            estimates = self._run([(i, launch, self._guard_cycles(i, 0.0)) for i, launch in enumerate(launches)])
+            estimates, estimates_starved = self._run([(i, launch, 0.0) for i, launch in enumerate(launches)])
             reps = self.method.reps([samples[0] for samples in estimates])
+            # a starved estimate holds host time: guard as for a kernel of no time
+            kernel_us = [0.0 if flags[0] else samples[0] for samples, flags in zip(estimates, estimates_starved)]
             schedule = [
-                (i, launches[i], self._guard_cycles(i, estimates[i][0]))
+                (i, launches[i], kernel_us[i])
                 for r in range(max(reps))
                 for i in range(len(launches))
                 if reps[i] > r
             ]
-            timed = self._run(schedule, len(launches))
+            timed, timed_starved = self._run(schedule, len(launches))
         finally:
             if was_enabled:
                 gc.enable()
-        return [est + more for est, more in zip(estimates, timed)]
+        runs = [est + more for est, more in zip(estimates, timed)]
+        starved = [est + more for est, more in zip(estimates_starved, timed_starved)]
+        self.starved = [sum(flags) for flags in starved]
+        return [unstarved(samples, flags) for samples, flags in zip(runs, starved)]
 
     @staticmethod
     def summarize(samples: Sequence[float]) -> float:
@@ -216,7 +239,7 @@ class Timer:
     def _time_loop(self) -> float:
         """The host time of a timed run without its launch, calibrated on an idle GPU."""
         self.host_us, self.loop_us = [0.0] * 20, 0.0
-        self._run([(i, lambda: None, 1) for i in range(20)])
+        self._run([(i, lambda: None, 0.0) for i in range(20)])
         return self.loop_us
 
     def flush_l2(self) -> None:
@@ -236,33 +259,50 @@ class Timer:
             samples.append(start.elapsed_time(end) * 1000.0)
         return statistics.median(samples)
 
-    def _run(self, schedule: Sequence[tuple[int, Callable[[], Any], int]], count: int | None = None) -> list[list[float]]:
+    def _run(
+        self, schedule: Sequence[tuple[int, Callable[[], Any], float]], count: int | None = None
+    ) -> tuple[list[list[float]], list[list[bool]]]:
+        """Time ``schedule``'s runs (launch index, launch, its kernel's estimated microseconds) in
+        one pass: each launch's samples and, for each sample, whether the run was starved."""
         count = len(schedule) if count is None else count
         while len(self._events) < len(schedule):
             self._events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+        passed = [False] * len(schedule)
+        host_us = list(self.host_us)  # as the pass began: the backoff below guards, not measures
         started = time.perf_counter()
-        for j, (i, launch, guard) in enumerate(schedule):
+        for j, (i, launch, kernel_us) in enumerate(schedule):
             start, end = self._events[j]
             if self.method.flush_l2:
                 self.flush_l2()
-            if j == 0:
-                guard = self._lead_cycles(i)
+            guard = self._lead_cycles(i) if j == 0 else self._guard_cycles(i, kernel_us)
             if guard:
                 torch.cuda._sleep(guard)
             start.record()
             launch()
+            passed[j] = start.query()  # the GPU may have waited for this launch
             end.record()
+            if passed[j]:
+                self.host_us[i] *= STARVED_BACKOFF
         issued = (time.perf_counter() - started) * 1e6 / len(schedule)
         # the next pass guards with what this one cost the host besides the launches
-        launches_us = sum(self.host_us[i] for i, _, _ in schedule) / len(schedule)
+        launches_us = sum(host_us[i] for i, _, _ in schedule) / len(schedule)
         # (a pass slowed by a full launch queue had the GPU busy anyway: cap what it teaches)
         self.loop_us = min(max(issued - launches_us, 0.0), 100.0)
         torch.cuda.synchronize()
         samples: list[list[float]] = [[] for _ in range(count)]
+        starved: list[list[bool]] = [[] for _ in range(count)]
         for j, (i, _, _) in enumerate(schedule):
             start, end = self._events[j]
             samples[i].append(start.elapsed_time(end) * 1000.0)
-        return samples
+            starved[i].append(passed[j])
+        return samples, starved
+
+
+def unstarved(samples: Sequence[float], starved: Sequence[bool]) -> list[float]:
+    """A launch's samples less its starved runs (:class:`Timer`), or all of them where every
+    run was starved: a time the host's pace inflated beats none."""
+    kept = [sample for sample, flag in zip(samples, starved) if not flag]
+    return kept or list(samples)
 
 
 class GraphTimer:
@@ -274,6 +314,9 @@ class GraphTimer:
         self.method = method
         self.fallback = Timer(method)
         self.host_us: list[float] = []  # each candidate's host time to be captured, of the last problem
+        #: as Timer's, of the last problem: a replayed graph has no host in its loop, so only the
+        #: fallback's runs can be starved
+        self.starved: list[int] = []
         self.fallbacks = 0  # problems timed by the fallback: every one after a failed capture
         #: host seconds spent, all problems: capturing rounds, replaying them (waiting for the
         #: GPU and reading the events included), and in the fallback timer
@@ -281,6 +324,7 @@ class GraphTimer:
 
     def time(self, launches: Sequence[Callable[[], Any]]) -> list[list[float]]:
         """The timed runs of each launch, in microseconds (estimate run first)."""
+        self.starved = [0] * len(launches)
         if not launches:
             return []
         if torch.cuda.current_stream() == torch.cuda.default_stream():
@@ -302,7 +346,7 @@ class GraphTimer:
                 started = time.perf_counter()
                 samples = self.fallback.time(launches)
                 self.seconds["stream"] += time.perf_counter() - started
-                self.host_us = self.fallback.host_us
+                self.host_us, self.starved = self.fallback.host_us, self.fallback.starved
                 return samples
             samples: list[list[float]] = [[] for _ in launches]
             self._replay(first, samples)

@@ -100,6 +100,28 @@ def side_stream():
         yield
 
 
+def test_runs_the_gpu_waited_in_are_counted_and_left_out():
+    """A launch whose host time jumps after the timer measured it outruns the guard: here every
+    third call spends 300 us on the host before queuing its tiny kernel. Such runs are counted as
+    starved and left out, so every run kept times the kernel alone."""
+    x = torch.zeros(1, device="cuda")
+    back_to_back = back_to_back_us(lambda: x.add_(1))
+    calls = iter(range(1_000_000))
+
+    def jumpy_launch():
+        if next(calls) % 3 == 2:  # not the two calls that measure its host time
+            until = time.perf_counter() + 300e-6
+            while time.perf_counter() < until:
+                pass
+        x.add_(1)
+
+    timer = Timer(TimingMethod(min_reps=60, max_reps=60, slow_ratio=0.0))
+    steady, jumpy = timer.time([lambda: x.add_(1), jumpy_launch])
+    assert timer.starved[1] >= 1, timer.starved
+    assert len(jumpy) == 61 - timer.starved[1]
+    assert max(steady + jumpy) < back_to_back + 10, (steady, jumpy, back_to_back)
+
+
 def test_graph_timer_times_tiny_kernels_back_to_back_without_a_guard(side_stream):
     x = torch.zeros(1, device="cuda")
     back_to_back = back_to_back_us(lambda: x.add_(1))
