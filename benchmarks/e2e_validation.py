@@ -520,12 +520,19 @@ def measure_row(
 def time_rounds(launches: list, timer) -> list[dict]:
     """``launches`` timed together by ``timer`` in :data:`ROUNDS` rounds, their runs interleaved:
     per launch its ``runtime_us`` (the median of its rounds' medians), ``rounds_us`` (each
-    round's median) and ``runs`` (how many timed runs in all)."""
-    rounds = [timer.time(launches) for _ in range(ROUNDS)] if launches else []
+    round's median), ``runs`` (how many timed runs it kept in all) and ``starved_runs`` (each
+    round's runs the timer left out because the GPU may have waited for the host in them)."""
+    rounds, starved = [], []
+    for _ in range(ROUNDS if launches else 0):
+        rounds.append(timer.time(launches))
+        starved.append(list(timer.starved))
     timings = []
     for i in range(len(launches)):
         medians = [statistics.median(samples[i]) for samples in rounds]
-        timings.append({"runtime_us": statistics.median(medians), "rounds_us": medians, "runs": sum(len(s[i]) for s in rounds)})
+        timings.append({
+            "runtime_us": statistics.median(medians), "rounds_us": medians, "runs": sum(len(s[i]) for s in rounds),
+            "starved_runs": [counts[i] for counts in starved],
+        })  # fmt: skip
     return timings
 
 
@@ -641,6 +648,9 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
     unsteady = unsteady_rounds(rows)
     if unsteady:
         summary["unsteady_rounds"] = unsteady
+    starved = starved_runs(rows)
+    if starved:
+        summary["starved_runs"] = starved
     spread = timer_spread(rows)
     if spread:
         summary["timer_spread"] = spread
@@ -675,14 +685,30 @@ def same_kernel_disagreements(rows: list[dict]) -> list[dict]:
 
 def unsteady_rounds(rows: list[dict]) -> list[dict]:
     """The modes whose rounds of one row were timed more than :data:`SAME_KERNEL_TOLERANCE`
-    apart: the problem, the mode and its rounds' medians."""
+    apart: the problem, the mode, its rounds' medians and, where recorded, each round's starved
+    runs (:func:`time_rounds`)."""
     return [
         {"problem": row["describe"], "mode": mode, "rounds_us": figures["rounds_us"]}
+        | ({"starved_runs": figures["starved_runs"]} if "starved_runs" in figures else {})
         for row in rows
         for mode, figures in row["modes"].items()
         if len(figures.get("rounds_us", ())) > 1
         and max(figures["rounds_us"]) > SAME_KERNEL_TOLERANCE * min(figures["rounds_us"])
     ]
+
+
+def starved_runs(rows: list[dict]) -> dict[str, dict]:
+    """Per mode that had any: the timed runs the timer left out as starved (:func:`time_rounds`),
+    and in how many rows."""
+    found: dict[str, dict] = {}
+    for row in rows:
+        for mode, figures in row["modes"].items():
+            count = sum(figures.get("starved_runs", ()))
+            if count:
+                entry = found.setdefault(mode, {"rows": 0, "runs": 0})
+                entry["rows"] += 1
+                entry["runs"] += count
+    return found
 
 
 def one_part(result: dict, path: str, parser: argparse.ArgumentParser) -> dict:
