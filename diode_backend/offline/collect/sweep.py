@@ -67,6 +67,7 @@ class SweepReport:
     timing_split: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
     graph_fallbacks: int = 0  # problems the graph timer could not capture (timed launch by launch)
+    starved_runs: int = 0  # runs of those the stream timer left out: the GPU may have waited for the host
     host_us: dict[str, float] = field(default_factory=dict)  # median host time to issue a launch
     retimed: list[tuple[float, float]] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
@@ -173,7 +174,10 @@ def run_sweep(
         bar.close()
     finished += _drain(results)
     for worker in finished:
-        for name in ("problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "load_seconds", "loaded_waiting", "graph_fallbacks"):
+        for name in (
+            "problems", "pairs", "failed_pairs", "timing_seconds", "wait_seconds", "load_seconds", "loaded_waiting",
+            "graph_fallbacks", "starved_runs",
+        ):  # fmt: skip
             setattr(report, name, getattr(report, name) + worker[name])
         for name, seconds in worker["timing_split"].items():
             report.timing_split[name] = report.timing_split.get(name, 0.0) + seconds
@@ -273,7 +277,10 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
         # every launch on one side stream: the graph timer captures there (never the default stream)
         torch.cuda.set_stream(torch.cuda.Stream())
     timer = make_timer(method)
-    stats = {"problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0, "loaded_waiting": 0}
+    stats = {
+        "problems": 0, "pairs": 0, "failed_pairs": 0, "timing_seconds": 0.0, "wait_seconds": 0.0, "loaded_waiting": 0,
+        "starved_runs": 0,
+    }  # fmt: skip
     stats["device"] = f"{device} {meta.hardware.name}"
     retimed: list[tuple[float, float]] = []
     host: dict[str, list[float]] = {KIND_ATEN: [], "triton": []}  # launch host times, sampled
@@ -316,9 +323,11 @@ def _gpu_worker(_, device, tag, todo, keys, output, meta, method, ready, counter
             started = time.perf_counter()
             load = lambda key: _load(key, keys, kernels, known)  # noqa: E731
             result, _ = time_problem(item, timer, load, device, phases, ops=prepared.get("ops"))
+            stats["starved_runs"] += sum(timer.starved)
             prepared.clear()  # its operands freed before a second timing makes fresh ones
             if retime_every and index % retime_every == 0:
                 again, _ = time_problem(item, timer, load, device, phases)
+                stats["starved_runs"] += sum(timer.starved)
                 first = dict(zip(result.configs, result.times_us))
                 retimed.extend((first[c], t) for c, t in zip(again.configs, again.times_us) if c in first)
             stats["timing_seconds"] += time.perf_counter() - started
