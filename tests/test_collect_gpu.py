@@ -52,6 +52,28 @@ def test_two_launches_of_one_small_kernel_are_timed_alike_whatever_their_places(
         assert max(first, second) / min(first, second) < 1.03, (a.shape, first, second)
 
 
+def test_a_launch_is_timed_alike_whatever_the_guard_before_it():
+    """The sleep before a run follows the launch's host time: a cuBLAS call issued after 20 or
+    60 us more host work is guarded by a longer sleep, between the flush and its start event. The
+    kernel is the same, so its time must not follow the sleep."""
+    a = torch.randn(71, 645, dtype=torch.float16, device="cuda")
+    b = torch.randn(645, 17, dtype=torch.float16, device="cuda")
+
+    def after_host_work(us: float):
+        def launch():
+            until = time.perf_counter() + us * 1e-6
+            while time.perf_counter() < until:
+                pass
+            torch.mm(a, b)
+
+        return launch
+
+    timer = Timer(TimingMethod(min_reps=20, max_reps=200, budget_us=20000.0, slow_ratio=0.0))
+    for _ in range(3):  # three passes, as the end-to-end runs time a row
+        times = [Timer.summarize(s) for s in timer.time([after_host_work(0), after_host_work(20), after_host_work(60)])]
+        assert max(times) / min(times) < 1.03, (times, timer.host_us, timer.starved)
+
+
 def test_space_equals_inductors_with_shared_memory_pruning_on_this_gpu():
     from torch._inductor import config
     from torch._inductor.sizevars import SizeVarAllocator
