@@ -40,7 +40,8 @@ reset once per problem, before its first mode (a reset before each mode would ma
 compiled before it compile again when timed, unmeasured and under another mode's prediction
 cache). Runtime: every mode's compiled function of a problem timed together, their runs
 interleaved round robin, as the dataset's candidates were (``diode_backend.timing``: CUDA events, L2
-flushed before each run, median), more repetitions, so that drift of the machine spreads over
+flushed before each run, median; runs the GPU may have waited for the host in are left out and
+counted, ``starved_runs``), more repetitions, so that drift of the machine spreads over
 all modes alike, in three rounds (a mode's runtime: the median of its rounds' medians; the
 summary's ``unsteady_rounds`` lists the modes whose rounds were more than 10% apart); ``vs_best``
 divides it by the dataset's fastest measured candidate, ``vs_best_mode`` by the fastest mode of
