@@ -239,7 +239,7 @@ class Timer:
     def _time_loop(self) -> float:
         """The host time of a timed run without its launch, calibrated on an idle GPU."""
         self.host_us, self.loop_us = [0.0] * 20, 0.0
-        self._run([(i, lambda: None, 0.0) for i in range(20)])
+        self._run([(i, lambda: None, 0.0) for i in range(20)], least_guard=1)
         return self.loop_us
 
     def flush_l2(self) -> None:
@@ -260,10 +260,12 @@ class Timer:
         return statistics.median(samples)
 
     def _run(
-        self, schedule: Sequence[tuple[int, Callable[[], Any], float]], count: int | None = None
+        self, schedule: Sequence[tuple[int, Callable[[], Any], float]], count: int | None = None, least_guard: int = 0
     ) -> tuple[list[list[float]], list[list[bool]]]:
         """Time ``schedule``'s runs (launch index, launch, its kernel's estimated microseconds) in
-        one pass: each launch's samples and, for each sample, whether the run was starved."""
+        one pass: each launch's samples and, for each sample, whether the run was starved. Each
+        run sleeps at least ``least_guard`` cycles (the calibration launches a sleep in every run,
+        as a timed run may)."""
         count = len(schedule) if count is None else count
         while len(self._events) < len(schedule):
             self._events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
@@ -274,7 +276,7 @@ class Timer:
             start, end = self._events[j]
             if self.method.flush_l2:
                 self.flush_l2()
-            guard = self._lead_cycles(i) if j == 0 else self._guard_cycles(i, kernel_us)
+            guard = self._lead_cycles(i) if j == 0 else max(self._guard_cycles(i, kernel_us), least_guard)
             if guard:
                 torch.cuda._sleep(guard)
             start.record()
