@@ -32,10 +32,10 @@ The guard rests on a launch's host time measured before the pass, which a slower
 host can exceed. So right after each launch is issued, the timer asks whether the GPU has
 already passed the run's start event: if it has, the GPU may have waited for the launch between
 its events, and the run is *starved*. A starved run is left out of the launch's samples (unless
-every run of the launch was), counted in ``Timer.starved``, and the launch's host time is raised
-by :data:`STARVED_BACKOFF` for the rest of the pass. Whether a run is starved depends on the
-host and on the work queued before its start event, not on the kernel it times, so leaving it
-out does not bias the median.
+every run of the launch was), counted in ``Timer.starved``, and the host time that guards the
+launch's later runs (of this call of ``time``) is raised by :data:`STARVED_BACKOFF`. Whether a
+run is starved depends on the host and on the work queued before its start event, not on the
+kernel it times, so leaving it out does not bias the median.
 
 :class:`GraphTimer` takes the host out of the loop instead: each round of runs (a flush and one
 run of every candidate, each between two events) is captured once as a CUDA graph and replayed,
@@ -63,7 +63,7 @@ import torch
 
 #: the size of the fill between the L2 flush and a timed run (``TimingMethod.settle_fill``)
 SETTLE_BYTES = 1 << 20
-#: after a starved run, the factor on the launch's host time that guards its later runs of the pass
+#: after a starved run, the factor on the host time that guards the launch's later runs
 STARVED_BACKOFF = 1.5
 
 
@@ -110,8 +110,8 @@ class TimingMethod:
             "captured: as 'stream')",
             "stream": f"{events}, a sleep kernel keeping the GPU behind the host (a lead at the start of each pass, then "
             "guard_margin times each run's host time of GPU work per run); a run whose start event the GPU had passed "
-            "when its launch returned (starved) is left out unless all of the launch's were, and raises the launch's "
-            f"host time by {STARVED_BACKOFF}x for the rest of the pass",
+            "when its launch returned (starved) is left out unless all of the launch's were, and raises the host "
+            f"time that guards the launch's later runs by {STARVED_BACKOFF}x",
             "host": "the host's clock around each run (on the CPU), nothing flushed",
         }[self.replay]
         return {
@@ -177,6 +177,7 @@ class Timer:
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         self.flush_us = self._time_flush() if method.flush_l2 else 0.0
         self.host_us: list[float] = []  # each candidate's launch host time, of the last problem
+        self._guarded_us: list[float] = []  # the host time each candidate's guard covers (host_us, backed off)
         self.starved: list[int] = []  # each candidate's starved runs, left out, of the last problem
         # host time of a run's flush, sleep and events (all but the launch), of the last pass
         self.loop_us = self._time_loop()
@@ -191,6 +192,7 @@ class Timer:
         gc.disable()  # a collection between the start event and the launch would be timed
         try:
             self.host_us = [self._host_time(launch) for launch in launches]
+            self._guarded_us = list(self.host_us)
             estimates, estimates_starved = self._run([(i, launch, 0.0) for i, launch in enumerate(launches)])
             reps = self.method.reps([samples[0] for samples in estimates])
             # a starved estimate holds host time: guard as for a kernel of no time
@@ -228,17 +230,17 @@ class Timer:
         """The sleep before a run of launch ``i`` (not the first of a pass) whose kernel takes
         about ``kernel_us``: the rest of ``guard_margin`` times the run's host time."""
         m = self.method
-        sleep_us = m.guard_margin * (self.host_us[i] + self.loop_us) - self.flush_us - kernel_us
+        sleep_us = m.guard_margin * (self._guarded_us[i] + self.loop_us) - self.flush_us - kernel_us
         return int(min(max(sleep_us, 0.0), m.max_guard_us) * self._cycles_per_us)
 
     def _lead_cycles(self, i: int) -> int:
         m = self.method
-        sleep_us = max(m.lead_us, 2 * (self.host_us[i] + self.loop_us))
+        sleep_us = max(m.lead_us, 2 * (self._guarded_us[i] + self.loop_us))
         return int(min(sleep_us, m.max_guard_us) * self._cycles_per_us)
 
     def _time_loop(self) -> float:
         """The host time of a timed run without its launch, calibrated on an idle GPU."""
-        self.host_us, self.loop_us = [0.0] * 20, 0.0
+        self.host_us, self._guarded_us, self.loop_us = [0.0] * 20, [0.0] * 20, 0.0
         self._run([(i, lambda: None, 0.0) for i in range(20)], least_guard=1)
         return self.loop_us
 
@@ -270,7 +272,6 @@ class Timer:
         while len(self._events) < len(schedule):
             self._events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
         passed = [False] * len(schedule)
-        host_us = list(self.host_us)  # as the pass began: the backoff below guards, not measures
         started = time.perf_counter()
         for j, (i, launch, kernel_us) in enumerate(schedule):
             start, end = self._events[j]
@@ -284,10 +285,10 @@ class Timer:
             passed[j] = start.query()  # the GPU may have waited for this launch
             end.record()
             if passed[j]:
-                self.host_us[i] *= STARVED_BACKOFF
+                self._guarded_us[i] *= STARVED_BACKOFF
         issued = (time.perf_counter() - started) * 1e6 / len(schedule)
         # the next pass guards with what this one cost the host besides the launches
-        launches_us = sum(host_us[i] for i, _, _ in schedule) / len(schedule)
+        launches_us = sum(self.host_us[i] for i, _, _ in schedule) / len(schedule)
         # (a pass slowed by a full launch queue had the GPU busy anyway: cap what it teaches)
         self.loop_us = min(max(issued - launches_us, 0.0), 100.0)
         torch.cuda.synchronize()
