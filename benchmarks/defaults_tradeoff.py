@@ -45,8 +45,8 @@ from diode_backend.offline.tradeoff import (
     CompiledGraph,
     SimulatedProblem,
     choose_defaults,
-    selection_record,
     fit_compile_cost,
+    selection_record,
     simulate_grid,
     simulated_problem,
 )

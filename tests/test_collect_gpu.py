@@ -24,14 +24,19 @@ from diode_backend.problem import GemmProblem
 pytestmark = pytest.mark.gpu
 
 
+def host_work(us: float) -> None:
+    """Keep the host busy for ``us`` microseconds, as a slow launch would."""
+    until = time.perf_counter() + us * 1e-6
+    while time.perf_counter() < until:
+        pass
+
+
 def test_timer_measures_gpu_time_even_when_the_host_is_slow_to_launch():
     props = torch.cuda.get_device_properties(0)
     cycles = int(props.clock_rate * 1000 * 50e-6)  # 50 us at the rated clock
 
     def slow_host_launch():
-        until = time.perf_counter() + 300e-6  # 300 us of host work before the kernel is queued
-        while time.perf_counter() < until:
-            pass
+        host_work(300)  # before the kernel is queued
         torch.cuda._sleep(cycles)
 
     fast, slow = Timer().time([lambda: torch.cuda._sleep(cycles), slow_host_launch])
@@ -61,9 +66,7 @@ def test_a_launch_is_timed_alike_whatever_the_guard_before_it():
 
     def after_host_work(us: float):
         def launch():
-            until = time.perf_counter() + us * 1e-6
-            while time.perf_counter() < until:
-                pass
+            host_work(us)
             torch.mm(a, b)
 
         return launch
@@ -132,9 +135,7 @@ def test_runs_the_gpu_waited_in_are_counted_and_left_out():
 
     def jumpy_launch():
         if next(calls) % 3 == 2:  # not the two calls that measure its host time
-            until = time.perf_counter() + 300e-6
-            while time.perf_counter() < until:
-                pass
+            host_work(300)
         x.add_(1)
 
     timer = Timer(TimingMethod(min_reps=60, max_reps=60, slow_ratio=0.0))
