@@ -155,6 +155,7 @@ def compile_job(job: dict, baselines: dict[str, float], device: str) -> dict:
     of three), timed at the problem's first job."""
     import torch
 
+    import e2e_results
     import e2e_validation as e2e
     from diode_backend.offline.dataset import ProblemTimings
 
@@ -171,7 +172,7 @@ def compile_job(job: dict, baselines: dict[str, float], device: str) -> dict:
     os.environ["DIODE_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-table-diode-")
     e2e.seed_best_known(ProblemTimings(problem, (tile,), (1.0,)), device)  # the tile, stored as measured
     torch._dynamo.reset()
-    figures, _ = e2e.compile_mode(fn, args, e2e.mode_options(e2e.BEST_KNOWN))
+    figures, _ = e2e.compile_mode(fn, args, e2e.mode_options(e2e_results.BEST_KNOWN))
     decision = figures["diode"]["decision"] or {}
     return {
         "problem": text,

@@ -6,7 +6,7 @@ Each part is one process's run (``--shard I/N`` of a cold run, one GPU each, or 
 from such a part's file). The parts must agree on what makes their rows comparable: modes,
 timing method, hardware, dataset hardware and graph size (``--graph-size``); their problems
 must not overlap. ``OUT.json`` has every part's rows, one summary over all of them
-(``e2e_validation.summarize``) and, per part, its shard, environment, caches and elapsed time
+(``e2e_results.summarize``) and, per part, its shard, environment, caches and elapsed time
 (``parts``). Warm passes with the kernel caches kept (``--kernel-cache``) join too: each row
 carries its second pass's compile times, which the summary compares with the all-caches-off
 ones, and each part keeps its passes' record (``kernel_cache``); parts with and without those
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import e2e_validation  # noqa: E402
+import e2e_results  # noqa: E402
 
 from diode_backend.files import read_json  # noqa: E402
 
@@ -52,7 +52,7 @@ def merge(parts: list[dict], names: list[str]) -> dict:
     merged = {key: first[key] for key in SHARED if key in first}
     merged["parts"] = [{key: part[key] for key in OWN if key in part} for part in parts]
     merged["rows"] = rows
-    merged["summary"] = e2e_validation.summarize(rows, list(first["modes"]))
+    merged["summary"] = e2e_results.summarize(rows, list(first["modes"]))
     return merged
 
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         merged = merge(parts, args.parts)
     except ValueError as err:
         parser.error(str(err))
-    e2e_validation.write_result(args.out, merged)
+    e2e_results.write_result(args.out, merged)
     print(f"{len(merged['rows'])} rows from {len(parts)} parts -> {args.out}")
     return 0
 

@@ -10,7 +10,7 @@ References of a row's runtimes:
 - ``collector``: the dataset's fastest candidate of the problem (``vs_best``), timed by the
   collector on another day;
 - ``run``: the fastest mode of the row, timed in the same interleaved rounds: every timed mode
-  but the control (``e2e_validation.CONTROL``), ``best_known`` and max-autotune DEFAULT included;
+  but the control (``e2e_results.CONTROL``), ``best_known`` and max-autotune DEFAULT included;
 - ``best_known``: the dataset's fastest candidate compiled alone in the row (``vs_best_known``).
 
 Reported per mode and reference: geometric mean, 90th percentile and worst; compile time; per
@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import e2e_validation  # noqa: E402
+import e2e_results  # noqa: E402
 
 from diode_backend.files import read_json  # noqa: E402
 from diode_backend.model.calibration import HIT_TOLERANCE, auroc  # noqa: E402
@@ -74,9 +74,9 @@ def reference_us(row: dict, reference: str) -> float | None:
     if reference == "collector":
         return row["best_measured_us"]
     if reference == "best_known":
-        known = modes.get(e2e_validation.BEST_KNOWN, {})
+        known = modes.get(e2e_results.BEST_KNOWN, {})
         return known.get("runtime_us") if known.get("applied") else None
-    timed = [f["runtime_us"] for mode, f in modes.items() if mode != e2e_validation.CONTROL and "runtime_us" in f]
+    timed = [f["runtime_us"] for mode, f in modes.items() if mode != e2e_results.CONTROL and "runtime_us" in f]
     return min(timed) if timed else None
 
 
@@ -92,7 +92,7 @@ def ratios(rows: list[dict], mode: str, reference: str) -> list[tuple[dict, floa
 
 def spread(values: list[float]) -> dict | None:
     """Rows, geometric mean, 90th percentile and worst (``validate.spread``, as
-    ``e2e_validation.summarize_rows``)."""
+    ``e2e_results.summarize_rows``)."""
     return {"rows": len(values), **validate.spread(values)} if values else None
 
 
@@ -146,7 +146,7 @@ def compile_breakdown(rows: list[dict]) -> dict:
 
 def report(result: dict) -> dict:
     rows = result["rows"]
-    modes = [m for m in result["modes"] if m != e2e_validation.CONTROL]
+    modes = [m for m in result["modes"] if m != e2e_results.CONTROL]
     out: dict = {"rows": len(rows), "modes": {}}
     for mode in modes:
         done = [row["modes"][mode] for row in rows if "runtime_us" in row["modes"].get(mode, {})]

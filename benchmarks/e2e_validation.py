@@ -67,23 +67,22 @@ in a new process, with Inductor's caches off and DIODE's prediction cache the ea
 (``caches.diode`` of FILE: run both on one machine, the earlier in one call, without
 ``--resume``); modes ``no_autotune,diode_warm`` unless ``--modes`` says otherwise, compiled in
 the given order on even rows and the reverse on odd ones (each row's ``compile_order``:
-:func:`compile_order`). Each row gets ``warm``: the earlier ``diode_fast`` decision's pick and
-kept count against ``diode_warm``'s, whether the picks match (for a kept count above one the
-pick is the predicted best, not the kernel Inductor's benchmark then chose), and the winner of
-the measured decision stored for the problem just before the warm compile
+``e2e_warm.compile_order``). Each row gets ``warm``: the earlier ``diode_fast`` decision's
+pick and kept count against ``diode_warm``'s, whether the picks match (for a kept count above
+one the pick is the predicted best, not the kernel Inductor's benchmark then chose), and the
+winner of the measured decision stored for the problem just before the warm compile
 (:func:`measured_before`); the summary's ``warm`` gives diode_warm's compile time over
-no_autotune's and the share of matching picks. Triton's kernel
-cache is fresh too, whatever ``TRITON_CACHE_DIR`` says: with ``force_disable_caches`` Inductor
-compiles each graph under ``torch._inductor.utils.fresh_cache``, which points
-``TRITON_CACHE_DIR`` at a new folder of its own, so a Triton decision is compiled from source
-again.
+no_autotune's and the share of matching picks. Triton's kernel cache is fresh too, whatever
+``TRITON_CACHE_DIR`` says: with ``force_disable_caches`` Inductor compiles each graph under
+``torch._inductor.utils.fresh_cache``, which points ``TRITON_CACHE_DIR`` at a new folder of its
+own, so a Triton decision is compiled from source again.
 
 Kernel caches kept: ``--kernel-cache DIR`` (with ``--warm-from``) measures the warm compile as a
 user's recompile on the same machine sees it too. After the pass above (every cache off, the
 figure of issue 14), the same warm pass runs twice more, each in a fresh process, with
 Inductor's FX-graph, AOTAutograd, autotune and profile-guided caches off but its compiled-kernel
 code (``TORCHINDUCTOR_CACHE_DIR=DIR/inductor``) and Triton's kernel cache
-(``TRITON_CACHE_DIR=DIR/triton``) kept (:data:`KERNEL_CACHES_KEPT`); the second process's
+(``TRITON_CACHE_DIR=DIR/triton``) kept (``e2e_warm.KERNEL_CACHES_KEPT``); the second process's
 figures, no_autotune's and diode_warm's alike, are the ones reported: each row's
 ``kernel_cache``, the summary's ``warm_kernel_cache``, and ``warm_side_by_side`` (both ratios).
 ``--device cpu`` runs any of this on the CPU (the host clock times it).
@@ -97,6 +96,9 @@ names its problems (``members``), its ``best_measured_us`` is the sum of theirs 
 timed alone: the graph's runtime adds its launches), each DIODE mode lists every decision of
 the compile (``diode.decisions``), and its ``warm`` counts the GEMMs whose warm pick is the cold
 one (``same_picks`` of ``gemms``). A warm run compiles the earlier run's graphs as they were.
+
+What the rows add up to (the summary, written after every row) is ``benchmarks/e2e_results.py``;
+the kernel-cache passes are ``benchmarks/e2e_warm.py``.
 
 Runs on torch 2.11 + triton 3.6 (the GPU machine) and later::
 
@@ -119,10 +121,8 @@ import argparse  # noqa: E402
 import ast  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -137,7 +137,7 @@ diode_backend._autoload.install()
 import torch  # noqa: E402
 
 import diode_backend  # noqa: E402
-from diode_backend.files import compressed_as_named, read_json  # noqa: E402
+from diode_backend.files import read_json  # noqa: E402
 from diode_backend.offline.dataset import ProblemTimings, load_dataset  # noqa: E402
 from diode_backend.offline.families import family_of, parse_families, stopping_problems  # noqa: E402
 from diode_backend.problem import GemmProblem  # noqa: E402
@@ -148,6 +148,10 @@ from diode_backend.inductor.context import candidate_set  # noqa: E402
 from diode_backend.inductor.feedback import observe_autotuning  # noqa: E402
 from diode_backend.inductor.options import current_options  # noqa: E402
 from torch._inductor.graph import GraphLowering  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from e2e_results import BEST_KNOWN, CONTROL, WARM_MODES, summarize, warm_comparison, write_result  # noqa: E402
+from e2e_warm import add_kernel_cache_figures, compile_order, kernel_cache_passes, keep_kernel_caches  # noqa: E402
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
 #: DIODE with its defaults.
@@ -176,36 +180,13 @@ MODES = {
     "diode_fast_at_lowering": {**DIODE_DEFAULTS, "benchmark_epilogue_fusion": False},
     "diode_warm": DIODE_DEFAULTS,
     # a setting at its default: the same program, but options that differ, so Dynamo compiles it anew
-    "no_autotune_again": {"trace.enabled": False},
+    CONTROL: {"trace.enabled": False},
     # diode_pick's options, differing in such a setting too: Dynamo must not reuse diode_pick's compile
-    "best_known": {**DIODE_PICK, "trace.compile_profile": False},
+    BEST_KNOWN: {**DIODE_PICK, "trace.compile_profile": False},
 }
-#: The mode that times ``no_autotune``'s program again (``timer_spread``).
-CONTROL = "no_autotune_again"
-#: The mode that compiles the dataset's fastest candidate alone (``vs_best_known``).
-BEST_KNOWN = "best_known"
 #: Modes that are references, not choices a user makes: left out of each row's best mode.
 REFERENCES = (CONTROL, BEST_KNOWN)
 DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default", CONTROL)
-WARM_MODES = ("no_autotune", "diode_warm")
-#: How close to no autotuning a warm compile must be (issue 14: within 10%).
-WARM_BOUND = 1.1
-#: ``--kernel-cache``: the caches that would answer a compile without compiling are off, the
-#: compiled kernels' own caches (Inductor's code folder, Triton's) stay on. ``torch._inductor.
-#: config`` keys of torch 2.11 and 2.13 (any missing from a version is skipped and recorded),
-#: then AOTAutograd's cache (``torch._functorch.config``) and Dynamo's profile-guided dynamic
-#: shapes, which would read what the first process recorded (``torch._dynamo.config``).
-KERNEL_CACHES_KEPT = {
-    "torch._inductor.config": {
-        "force_disable_caches": False,
-        "fx_graph_cache": False,
-        "autotune_local_cache": False,
-        "autotune_remote_cache": False,
-        "bundled_autotune_remote_cache": False,
-    },
-    "torch._functorch.config": {"enable_autograd_cache": False, "enable_remote_autograd_cache": False},
-    "torch._dynamo.config": {"automatic_dynamic_local_pgo": False, "automatic_dynamic_remote_pgo": False},
-}
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
@@ -596,122 +577,6 @@ def measured_before(problem: GemmProblem, device: str, caches: str) -> str | Non
     return found.winner.describe() if found is not None else None
 
 
-def timer_spread(rows: list[dict]) -> dict | None:
-    """Over the rows that timed ``no_autotune`` and :data:`CONTROL` (one program, compiled
-    twice): the larger of the two runtimes over the smaller, its median, 90th percentile and
-    worst; None without such rows."""
-    pairs = [[row["modes"].get(mode, {}).get("runtime_us") for mode in ("no_autotune", CONTROL)] for row in rows]
-    ratios = sorted(max(a, b) / min(a, b) for a, b in pairs if a and b)
-    if not ratios:
-        return None
-    p90 = float(torch.quantile(torch.tensor(ratios, dtype=torch.float64), 0.9))  # as summarize_rows
-    return {"problems": len(ratios), "median": statistics.median(ratios), "p90": p90, "worst": ratios[-1]}
-
-
-def write_result(path: str | Path, result: dict) -> None:
-    """``result`` as JSON with a top-level entry per line and each of its rows on one line:
-    about 40% smaller than indented JSON, and a resumed run's diff shows the rows it added;
-    gzip-compressed where ``path`` ends in ``.gz`` (as a committed run is kept)."""
-    entries = [
-        f"{json.dumps(key)}: " + ("[\n" + ",\n".join(map(json.dumps, value)) + "\n]" if key == "rows" else json.dumps(value))
-        for key, value in result.items()
-    ]
-    text = "{\n" + ",\n".join(entries) + "\n}\n"
-    Path(path).write_bytes(compressed_as_named(path, text.encode()))
-
-
-def summarize(rows: list[dict], modes: list[str]) -> dict:
-    """Per mode: runtime over the best measured candidate and over the row's best mode
-    (geometric mean, 90th percentile, worst), and compile time (median, total); overall and
-    per workload class (``by_class``), or for graphs of several GEMMs, which have no class, per
-    family (``by_family``)."""
-    summary = summarize_rows(rows, modes)
-    classes = sorted({row["workload_class"] for row in rows if "workload_class" in row})
-    if len(classes) > 1:
-        summary["by_class"] = {c: summarize_rows([r for r in rows if r.get("workload_class") == c], modes) for c in classes}
-    families = sorted({row["family"] for row in rows if "members" in row})
-    if families:
-        summary["by_family"] = {f: summarize_rows([r for r in rows if "members" in r and r["family"] == f], modes) for f in families}
-    if any("warm" in row for row in rows):
-        summary["warm"] = summarize_warm(rows)
-    if any("kernel_cache" in row for row in rows):
-        summary["warm_kernel_cache"] = summarize_warm(kernel_cache_rows(rows))
-        off, kept = summary.get("warm", {}), summary["warm_kernel_cache"]
-        summary["warm_side_by_side"] = {
-            "all_caches_off": off.get("compile_over_no_autotune_geomean"),
-            "kernel_caches_kept": kept.get("compile_over_no_autotune_geomean"),
-            "all_caches_off_total": off.get("compile_over_no_autotune_total"),
-            "kernel_caches_kept_total": kept.get("compile_over_no_autotune_total"),
-        }
-    disagreements = same_kernel_disagreements(rows)
-    if disagreements:
-        summary["same_kernel_disagreements"] = disagreements
-    unsteady = unsteady_rounds(rows)
-    if unsteady:
-        summary["unsteady_rounds"] = unsteady
-    starved = starved_runs(rows)
-    if starved:
-        summary["starved_runs"] = starved
-    spread = timer_spread(rows)
-    if spread:
-        summary["timer_spread"] = spread
-    known = [row["modes"][BEST_KNOWN] for row in rows if "applied" in row["modes"].get(BEST_KNOWN, {})]
-    if known:
-        # the rows with a vs_best_known: those whose fastest candidate Inductor still offered
-        summary["best_known_applied"] = {"problems": len(known), "applied": sum(k["applied"] for k in known)}
-    return summary
-
-
-#: Two modes that compiled the same kernel for a problem and whose timings differ by more than
-#: this factor point at the timing, not the pick.
-SAME_KERNEL_TOLERANCE = 1.1
-
-
-def same_kernel_disagreements(rows: list[dict]) -> list[dict]:
-    """The rows where DIODE modes compiled the same pick (their decisions' ``pick``: the kernel
-    compiled alone, picked or measured fastest) but were timed more than
-    :data:`SAME_KERNEL_TOLERANCE` apart: the problem, the pick and each such mode's runtime."""
-    found = []
-    for row in rows:
-        by_pick: dict[str, dict[str, float]] = {}
-        for mode, figures in row["modes"].items():
-            decision = (figures.get("diode") or {}).get("decision") or {}
-            if decision.get("pick") and "runtime_us" in figures:
-                by_pick.setdefault(decision["pick"], {})[mode] = figures["runtime_us"]
-        for pick, runtimes in by_pick.items():
-            if len(runtimes) > 1 and max(runtimes.values()) > SAME_KERNEL_TOLERANCE * min(runtimes.values()):
-                found.append({"problem": row["describe"], "pick": pick, "runtime_us": runtimes})
-    return found
-
-
-def unsteady_rounds(rows: list[dict]) -> list[dict]:
-    """The modes whose rounds of one row were timed more than :data:`SAME_KERNEL_TOLERANCE`
-    apart: the problem, the mode, its rounds' medians and, where recorded, each round's starved
-    runs (:func:`time_rounds`)."""
-    return [
-        {"problem": row["describe"], "mode": mode, "rounds_us": figures["rounds_us"]}
-        | ({"starved_runs": figures["starved_runs"]} if "starved_runs" in figures else {})
-        for row in rows
-        for mode, figures in row["modes"].items()
-        if len(figures.get("rounds_us", ())) > 1
-        and max(figures["rounds_us"]) > SAME_KERNEL_TOLERANCE * min(figures["rounds_us"])
-    ]
-
-
-def starved_runs(rows: list[dict]) -> dict[str, dict]:
-    """Per mode that had any: the timed runs the timer left out as starved (:func:`time_rounds`),
-    and in how many rows."""
-    found: dict[str, dict] = {}
-    for row in rows:
-        for mode, figures in row["modes"].items():
-            count = sum(figures.get("starved_runs", ()))
-            if count:
-                entry = found.setdefault(mode, {"rows": 0, "runs": 0})
-                entry["rows"] += 1
-                entry["runs"] += count
-    return found
-
-
 def one_part(result: dict, path: str, parser: argparse.ArgumentParser) -> dict:
     """``result`` as one part's file: a file ``e2e_merge.py`` made of one part (a run resumed
     across GPU calls, merged after each) gets that part's own fields back; a file of several
@@ -722,202 +587,6 @@ def one_part(result: dict, path: str, parser: argparse.ArgumentParser) -> dict:
     if len(parts) != 1:
         parser.error(f"{path} joins {len(parts)} parts; resume each part's own file (parts.tgz of the call that wrote it)")
     return {**result, **parts[0]}
-
-
-def decisions_of(figures: dict) -> list[dict]:
-    """A DIODE mode's decisions in one compile (none where it failed)."""
-    diode = figures.get("diode") or {}
-    return diode.get("decisions") or ([diode["decision"]] if diode.get("decision") else [])
-
-
-def warm_comparison(cold: dict, warm: dict) -> dict:
-    """One row's DIODE decisions in the earlier (cold) run's ``diode_fast`` against the warm
-    run's ``diode_warm``. A problem: both picks and kept counts (None where the warm compile
-    failed or decided nothing). A graph: how many GEMMs (``gemms``) have the same pick
-    (``same_picks``), how many of the others the warm compile never lowered as the cold one did
-    (``other_problems``: Inductor lowered another GEMM there, such as one it padded, so no pick
-    compares), and each run's largest kept count (1: every GEMM compiled alone)."""
-    before = decisions_of(cold["modes"]["diode_fast"])
-    after = decisions_of(warm["modes"].get("diode_warm", {}))
-    if len(before) > 1:
-        by_problem = {d["problem"]: d for d in after}
-        same = sum(by_problem.get(d["problem"], {}).get("pick") == d["pick"] for d in before)
-        return {
-            "gemms": len(before),
-            "same_picks": same,
-            "other_problems": sum(d["problem"] not in by_problem for d in before) if after else 0,
-            "same_pick": same == len(before),
-            "cold_kept": max(d["kept"] for d in before),
-            "warm_kept": max((d["kept"] for d in after), default=None),
-        }
-    (decision,) = before
-    found = after[-1] if after else None
-    return {
-        "cold_pick": decision["pick"],
-        "cold_kept": decision["kept"],
-        "warm_pick": found["pick"] if found else None,
-        "warm_kept": found["kept"] if found else None,
-        "same_pick": bool(found) and found["pick"] == decision["pick"],
-    }
-
-
-def compile_order(modes: list[str], index: int) -> list[str]:
-    """The order a warm pass compiles ``modes`` in on its ``index``-th row: as given on even
-    rows, reversed on odd ones. The first compile after Dynamo's reset is the slower (the
-    control ``no_autotune_again`` compiles in less time than ``no_autotune`` before it), so a
-    fixed order would favour the mode compiled second; alternating it, the geometric mean over
-    the rows cancels that, and ``summarize_warm`` shows it (``by_first_mode``)."""
-    return list(modes) if index % 2 == 0 else list(reversed(modes))
-
-
-def summarize_warm(rows: list[dict]) -> dict:
-    """Over the rows both ``diode_warm`` and ``no_autotune`` compiled: diode_warm's compile time
-    over no_autotune's (geometric mean of the rows' ratios, ratio of the totals, share of rows
-    within :data:`WARM_BOUND`), the share of rows whose warm pick is the cold run's, in graphs
-    how many GEMMs the warm compiles lowered as other problems (``other_problem_gemms``), and
-    where rows record their ``compile_order``, the geometric mean apart for each mode compiled
-    first (``by_first_mode``)."""
-    both = [row for row in rows if all("compile_s" in row["modes"].get(mode, {}) for mode in WARM_MODES)]
-    pairs = [(row["modes"]["diode_warm"]["compile_s"], row["modes"]["no_autotune"]["compile_s"]) for row in both]
-    compared = [row["warm"] for row in rows if "warm" in row]
-    if not pairs:
-        return {"problems": 0}
-    ratios = torch.tensor([warm / plain for warm, plain in pairs], dtype=torch.float64)
-    summary = {
-        "problems": len(pairs),
-        "compile_over_no_autotune_geomean": float(ratios.log().mean().exp()),
-        "compile_over_no_autotune_total": sum(w for w, _ in pairs) / sum(p for _, p in pairs),
-        "within_bound_share": float((ratios <= WARM_BOUND).double().mean()),
-        "bound": WARM_BOUND,
-        "same_pick_share": sum(c["same_pick"] for c in compared) / len(compared),
-        "single_pick_share": sum(c["warm_kept"] == 1 for c in compared) / len(compared),
-    }
-    if any("other_problems" in c for c in compared):
-        summary["other_problem_gemms"] = sum(c.get("other_problems", 0) for c in compared)
-    firsts: dict[str, list[float]] = {}
-    for row, (warm, plain) in zip(both, pairs):
-        if row.get("compile_order"):
-            firsts.setdefault(row["compile_order"][0], []).append(math.log(warm / plain))
-    if firsts:
-        summary["by_first_mode"] = {
-            first: {"problems": len(logs), "compile_over_no_autotune_geomean": math.exp(statistics.fmean(logs))}
-            for first, logs in sorted(firsts.items())
-        }
-    return summary
-
-
-def keep_kernel_caches() -> dict:
-    """Apply :data:`KERNEL_CACHES_KEPT` in this process; the settings applied, by module, and
-    those this torch lacks (``missing``)."""
-    import importlib
-
-    applied: dict = {"missing": []}
-    for module_name, settings in KERNEL_CACHES_KEPT.items():
-        module = importlib.import_module(module_name)
-        for key, value in settings.items():
-            if hasattr(module, key):
-                setattr(module, key, value)
-                applied.setdefault(module_name, {})[key] = value
-            else:
-                applied["missing"].append(f"{module_name}.{key}")
-    return applied
-
-
-def kernel_cache_passes(argv: list[str], folder: Path, out: Path) -> list[dict]:
-    """The warm pass of ``argv`` (without ``--kernel-cache``) run twice, each in a fresh process
-    with the kernel caches in ``folder`` kept; the results of both, in order."""
-    folder.mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
-        "TRITON_CACHE_DIR": str(folder / "triton"),
-    }
-    child = _without_options(argv, {"--kernel-cache": 1, "--out": 1, "--resume": 0})
-    passes = []
-    for number in (1, 2):
-        pass_out = out.with_name(f"{out.stem}.kernel-cache-pass{number}.json")
-        command = [sys.executable, str(Path(__file__).resolve()), *child, "--out", str(pass_out), "--kernel-caches-kept"]
-        subprocess.run(command, env=env, check=True)
-        passes.append(json.loads(pass_out.read_text()))
-    return passes
-
-
-def _without_options(argv: list[str], options: dict[str, int]) -> list[str]:
-    """``argv`` less each of ``options`` (name -> how many values follow it; ``--name=value`` too)."""
-    kept, skip = [], 0
-    for arg in argv:
-        if skip:
-            skip -= 1
-            continue
-        name = arg.split("=", 1)[0]
-        if name in options:
-            skip = 0 if "=" in arg else options[name]
-            continue
-        kept.append(arg)
-    return kept
-
-
-def add_kernel_cache_figures(result: dict, second: dict, folder: Path, first: dict, modes: list[str]) -> None:
-    """Put the second kernel-cache pass's compile times beside the all-caches-off figures: each
-    row's ``kernel_cache``, and the summary again (:func:`summarize` compares the two)."""
-    by_problem = {row["describe"]: row for row in second["rows"]}
-    for row in result["rows"]:
-        other = by_problem.get(row["describe"])
-        if other is not None:
-            row["kernel_cache"] = {
-                mode: {key: f[key] for key in ("compile_s", "error") if key in f} for mode, f in other["modes"].items()
-            }
-            for key in KERNEL_CACHE_ROW_KEYS:
-                if key in other:
-                    row["kernel_cache"][key] = other[key]
-    result["kernel_cache"] = {
-        "folder": str(folder),
-        "caches": second.get("caches"),
-        "first_pass_summary": first.get("summary", {}).get("warm"),
-        "second_pass_elapsed_s": second.get("elapsed_s"),
-    }
-    result["summary"] = summarize(result["rows"], modes)
-
-
-#: What a row's ``kernel_cache`` holds beside its modes' figures.
-KERNEL_CACHE_ROW_KEYS = ("warm", "compile_order")
-
-
-def kernel_cache_rows(rows: list[dict]) -> list[dict]:
-    """The rows as the second kernel-cache pass compiled them (each row's ``kernel_cache`` as its
-    modes, its ``warm`` and its ``compile_order``), for :func:`summarize_warm`."""
-    found = []
-    for row in rows:
-        if "kernel_cache" in row:
-            kept = {"modes": {mode: f for mode, f in row["kernel_cache"].items() if mode not in KERNEL_CACHE_ROW_KEYS}}
-            kept.update({key: row["kernel_cache"][key] for key in KERNEL_CACHE_ROW_KEYS if key in row["kernel_cache"]})
-            found.append(kept)
-    return found
-
-
-def summarize_rows(rows: list[dict], modes: list[str]) -> dict:
-    summary = {}
-    for mode in modes:
-        done = [row["modes"][mode] for row in rows if mode in row["modes"] and "error" not in row["modes"][mode]]
-        if not done:
-            continue
-        compile_s = [r["compile_s"] for r in done]
-        summary[mode] = {"problems": len(done)}
-        for key in ("vs_best", "vs_best_mode", "vs_best_known"):
-            ratios = torch.tensor([r[key] for r in done if key in r], dtype=torch.float64)
-            if len(ratios):
-                summary[mode].update({
-                    f"{key}_geomean": float(ratios.log().mean().exp()),
-                    f"{key}_p90": float(torch.quantile(ratios, 0.9)),
-                    f"{key}_worst": float(ratios.max()),
-                })  # fmt: skip
-        summary[mode].update(compile_s_median=statistics.median(compile_s), compile_s_total=sum(compile_s))
-        diode = [r["diode"] for r in done if r.get("diode")]
-        if diode:
-            summary[mode]["single_pick_problems"] = sum(d["single_pick"] > 0 and d["benchmarked_top_k"] == 0 for d in diode)
-            summary[mode]["fallback_problems"] = sum(bool(d["fallbacks"]) for d in diode)
-            summary[mode]["internal_errors"] = sum(sum(d["errors"].values()) for d in diode)
-    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1117,7 +786,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"[{time.monotonic() - started:5.0f}s] {row['describe']}  {brief}", flush=True)
     if args.kernel_cache:
-        first, second = kernel_cache_passes(sys.argv[1:] if argv is None else argv, Path(args.kernel_cache), Path(args.out))
+        first, second = kernel_cache_passes(
+            Path(__file__).resolve(), sys.argv[1:] if argv is None else argv, Path(args.kernel_cache), Path(args.out)
+        )
         add_kernel_cache_figures(result, second, Path(args.kernel_cache), first, modes)
         write_result(args.out, result)
     print(json.dumps(result.get("summary", {}), indent=2))

@@ -20,6 +20,12 @@ def e2e(benchmark_scripts):
     return module
 
 
+@pytest.fixture
+def e2e_results(benchmark_scripts):
+    (module,) = benchmark_scripts("e2e_results")
+    return module
+
+
 def _timings(problem, family: str):
     from diode_backend.offline.dataset import ProblemTimings
     from diode_backend.problem import KernelConfig
@@ -60,7 +66,7 @@ def test_a_graph_computes_each_gemm_of_its_own_inputs(e2e):
     assert single_fn is torch.mm and len(single_args) == 2
 
 
-def test_warm_decisions_of_a_graph_are_matched_gemm_by_gemm(e2e):
+def test_warm_decisions_of_a_graph_are_matched_gemm_by_gemm(e2e_results):
     def figures(*picks):
         decisions = [{"problem": f"p{i}", "pick": pick, "kept": kept} for i, (pick, kept) in enumerate(picks)]
         return {"modes": {"diode_fast": {"diode": {"decision": decisions[-1], "decisions": decisions}}}}
@@ -68,15 +74,15 @@ def test_warm_decisions_of_a_graph_are_matched_gemm_by_gemm(e2e):
     cold = figures(("aten::mm", 1), ("triton::a", 3))
     warm = {"modes": {"diode_warm": figures(("aten::mm", 1), ("triton::b", 1))["modes"]["diode_fast"]}}
     expected = {"gemms": 2, "same_picks": 1, "other_problems": 0, "same_pick": False, "cold_kept": 3, "warm_kept": 1}
-    assert e2e.warm_comparison(cold, warm) == expected
-    failed = e2e.warm_comparison(cold, {"modes": {"diode_warm": {"error": "x"}}})
+    assert e2e_results.warm_comparison(cold, warm) == expected
+    failed = e2e_results.warm_comparison(cold, {"modes": {"diode_warm": {"error": "x"}}})
     assert failed["same_picks"] == failed["other_problems"] == 0
     # Inductor lowered the second GEMM at another size (padded) in the warm compile
     warm["modes"]["diode_warm"]["diode"]["decisions"][1]["problem"] = "p1 padded"
-    padded = e2e.warm_comparison(cold, warm)
+    padded = e2e_results.warm_comparison(cold, warm)
     assert padded["other_problems"] == 1 and padded["same_picks"] == 1
     row = {"modes": {"diode_warm": {"compile_s": 2.0}, "no_autotune": {"compile_s": 1.0}}, "warm": padded}
-    assert e2e.summarize_warm([row])["other_problem_gemms"] == 1
+    assert e2e_results.summarize_warm([row])["other_problem_gemms"] == 1
 
 
 def _run_script(*args: str, env: dict) -> None:

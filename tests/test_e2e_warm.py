@@ -4,7 +4,6 @@ from the rows of two runs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,12 +16,23 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "e2e_validation
 
 
 @pytest.fixture
-def e2e(tmp_path, monkeypatch):
+def e2e(benchmark_scripts):
     """The script as a module; its import-time cache folders are the test's."""
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    spec = importlib.util.spec_from_file_location("e2e_validation", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    (module,) = benchmark_scripts("e2e_validation")
+    return module
+
+
+@pytest.fixture
+def e2e_results(benchmark_scripts):
+    """``benchmarks/e2e_results.py``: what the script's rows add up to."""
+    (module,) = benchmark_scripts("e2e_results")
+    return module
+
+
+@pytest.fixture
+def e2e_warm(benchmark_scripts):
+    """``benchmarks/e2e_warm.py``: the script's warm passes."""
+    (module,) = benchmark_scripts("e2e_warm")
     return module
 
 
@@ -61,7 +71,7 @@ def test_every_mode_is_timed_as_compiled_without_compiling_again(e2e, tmp_path):
     torch._dynamo.reset()
 
 
-def test_the_control_compiles_the_same_program_anew(e2e, tmp_path):
+def test_the_control_compiles_the_same_program_anew(e2e_results, e2e, tmp_path):
     """no_autotune_again is compiled by Dynamo a second time (its options differ only in a
     setting at its default), so the row times two compiles of one program, and they agree."""
     import torch
@@ -73,7 +83,7 @@ def test_the_control_compiles_the_same_program_anew(e2e, tmp_path):
     fn, args = e2e.make_case(GemmProblem("mm", 8, 16, 32, dtype="float32"), "cpu")
     timer = HostTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
     before = counters["stats"]["unique_graphs"]
-    figures = e2e.measure_row(fn, args, ["no_autotune", e2e.CONTROL], timer, str(tmp_path / "diode"))
+    figures = e2e.measure_row(fn, args, ["no_autotune", e2e_results.CONTROL], timer, str(tmp_path / "diode"))
     assert counters["stats"]["unique_graphs"] - before == 2
     assert all(f["compile_s"] > 0 and f["relative_error"] < 1e-5 for f in figures.values())
     torch._dynamo.reset()
@@ -98,7 +108,7 @@ def test_a_mode_that_autotunes_records_inductors_pick(e2e):
     torch._dynamo.reset()
 
 
-def test_each_mode_names_the_kernels_its_compiled_function_launches(e2e, tmp_path):
+def test_each_mode_names_the_kernels_its_compiled_function_launches(e2e_results, e2e, tmp_path):
     """Where a mode runs slower than the kernel it picked, the row says whether its compiled
     function launches more than that kernel: an ATen GEMM alone here, a C++ kernel for a
     pointwise op after it."""
@@ -109,7 +119,7 @@ def test_each_mode_names_the_kernels_its_compiled_function_launches(e2e, tmp_pat
 
     fn, args = e2e.make_case(GemmProblem("addmm", 20, 48, 32, dtype="float32", a_layout="row", b_layout="col", bias="row"), "cpu")
     timer = HostTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
-    figures = e2e.measure_row(fn, args, ["no_autotune", e2e.CONTROL], timer, str(tmp_path / "diode"))
+    figures = e2e.measure_row(fn, args, ["no_autotune", e2e_results.CONTROL], timer, str(tmp_path / "diode"))
     assert all(f["kernels"] == ["extern_kernels.addmm"] for f in figures.values()), figures
     torch._dynamo.reset()
     relu, _ = e2e.compile_mode(lambda a, b: torch.relu(a @ b), args[1:], {})
@@ -132,7 +142,7 @@ def test_the_kernels_are_the_compiled_graphs_not_those_of_subgraphs_benchmarked_
 
 
 @pytest.mark.parametrize("offered", [True, False])
-def test_best_known_compiles_the_datasets_fastest_candidate_and_is_the_rows_reference(e2e, tmp_path, offered):
+def test_best_known_compiles_the_datasets_fastest_candidate_and_is_the_rows_reference(e2e_results, e2e, tmp_path, offered):
     """best_known seeds DIODE's measured decision with the dataset's fastest candidate: each mode
     gets its runtime over that compile's, and best_known stays out of the best mode. A fastest
     candidate Inductor does not offer (a Triton tile on the CPU) is not applied: no reference."""
@@ -147,14 +157,14 @@ def test_best_known_compiles_the_datasets_fastest_candidate_and_is_the_rows_refe
     item = ProblemTimings(problem, (fastest, KernelConfig("triton", "triton::mm", 16, 16, 16, 1, 1, 8)), (10.0, 20.0), split="validation")
     fn, args = e2e.make_case(problem, "cpu")
     timer = HostTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
-    seeds = {e2e.BEST_KNOWN: lambda: e2e.seed_best_known(item, "cpu")}
-    modes = ["no_autotune", "diode_pick", e2e.BEST_KNOWN]
+    seeds = {e2e_results.BEST_KNOWN: lambda: e2e.seed_best_known(item, "cpu")}
+    modes = ["no_autotune", "diode_pick", e2e_results.BEST_KNOWN]
     options = {m: {**e2e.MODES[m], "diode_model": "example-bias-epilogue"} if m != "no_autotune" else {} for m in modes}
     figures = e2e.measure_row(fn, args, modes, timer, str(tmp_path / "diode"), options, seeds)
     e2e.note_best_known(figures)
     e2e.rank_modes(figures, item.best_us)
     torch._dynamo.reset()
-    known = figures[e2e.BEST_KNOWN]
+    known = figures[e2e_results.BEST_KNOWN]
     assert known["applied"] is offered, known
     if offered:
         assert known["diode"]["decision"]["pick"] == "aten::addmm" and known["kernels"] == ["extern_kernels.addmm"]
@@ -165,43 +175,43 @@ def test_best_known_compiles_the_datasets_fastest_candidate_and_is_the_rows_refe
         assert not any("vs_best_known" in f for f in figures.values())
     best = min(figures[m]["runtime_us"] for m in ("no_autotune", "diode_pick"))
     assert all(f["vs_best_mode"] == f["runtime_us"] / best for f in figures.values())
-    summary = e2e.summarize([{"describe": problem.describe(), "modes": figures}], modes)
+    summary = e2e_results.summarize([{"describe": problem.describe(), "modes": figures}], modes)
     assert summary["best_known_applied"] == {"problems": 1, "applied": int(offered)}
     assert ("vs_best_known_geomean" in summary["diode_pick"]) is offered
 
 
-def test_the_best_mode_of_a_row_leaves_the_control_out(e2e):
-    figures = {"no_autotune": {"runtime_us": 10.0}, e2e.CONTROL: {"runtime_us": 8.0}, "diode_fast": {"runtime_us": 12.0}, "max_autotune_default": {"error": "boom"}}
+def test_the_best_mode_of_a_row_leaves_the_control_out(e2e_results, e2e):
+    figures = {"no_autotune": {"runtime_us": 10.0}, e2e_results.CONTROL: {"runtime_us": 8.0}, "diode_fast": {"runtime_us": 12.0}, "max_autotune_default": {"error": "boom"}}
     e2e.rank_modes(figures, best_us=5.0)
-    assert {m: f.get("vs_best_mode") for m, f in figures.items()} == {"no_autotune": 1.0, e2e.CONTROL: 0.8, "diode_fast": 1.2, "max_autotune_default": None}
+    assert {m: f.get("vs_best_mode") for m, f in figures.items()} == {"no_autotune": 1.0, e2e_results.CONTROL: 0.8, "diode_fast": 1.2, "max_autotune_default": None}
     assert figures["diode_fast"]["vs_best"] == pytest.approx(2.4) and "vs_best" not in figures["max_autotune_default"]
 
 
-def test_the_timer_spread_is_how_far_apart_the_two_compiles_of_one_program_were_timed(e2e):
+def test_the_timer_spread_is_how_far_apart_the_two_compiles_of_one_program_were_timed(e2e_results):
     def timed(*runtimes_us: float) -> dict:
-        return {mode: {"compile_s": 0.1, "runtime_us": t} for mode, t in zip(("no_autotune", e2e.CONTROL), runtimes_us)}
+        return {mode: {"compile_s": 0.1, "runtime_us": t} for mode, t in zip(("no_autotune", e2e_results.CONTROL), runtimes_us)}
 
     rows = [{"modes": timed(10.0, 11.0)}, {"modes": timed(12.0, 10.0)}, {"modes": timed(9.0, 9.0)}]
-    rows.append({"modes": {**timed(9.0), e2e.CONTROL: {"error": "boom"}}})
-    spread = e2e.summarize(rows, ["no_autotune", e2e.CONTROL])["timer_spread"]
+    rows.append({"modes": {**timed(9.0), e2e_results.CONTROL: {"error": "boom"}}})
+    spread = e2e_results.summarize(rows, ["no_autotune", e2e_results.CONTROL])["timer_spread"]
     assert spread["problems"] == 3 and spread["median"] == pytest.approx(1.1) and spread["worst"] == pytest.approx(1.2)
     assert spread["p90"] == pytest.approx(1.18)
-    assert "timer_spread" not in e2e.summarize(rows[3:], ["no_autotune", e2e.CONTROL])
+    assert "timer_spread" not in e2e_results.summarize(rows[3:], ["no_autotune", e2e_results.CONTROL])
 
 
-def test_the_summary_flags_modes_whose_rounds_disagree(e2e):
+def test_the_summary_flags_modes_whose_rounds_disagree(e2e_results):
     """A mode timed more than SAME_KERNEL_TOLERANCE apart across the rounds of its row is
     listed, with its rounds; a steady one is not."""
     rows = [{"describe": "mm 8x8x8", "modes": {
         "no_autotune": {"compile_s": 0.1, "runtime_us": 10.0, "vs_best": 1.0, "rounds_us": [10.0, 10.2, 9.9]},
         "diode_pick": {**decided("aten::mm", 1, 0.2), "runtime_us": 10.1, "vs_best": 1.01, "rounds_us": [10.1, 44.9, 9.8]},
     }}]  # fmt: skip
-    summary = e2e.summarize(rows, ["no_autotune", "diode_pick"])
+    summary = e2e_results.summarize(rows, ["no_autotune", "diode_pick"])
     assert summary["unsteady_rounds"] == [{"problem": "mm 8x8x8", "mode": "diode_pick", "rounds_us": [10.1, 44.9, 9.8]}]
     assert "starved_runs" not in summary
 
 
-def test_each_round_records_the_runs_its_timer_left_out_as_starved(e2e):
+def test_each_round_records_the_runs_its_timer_left_out_as_starved(e2e_results, e2e):
     """The timer's ``starved`` after each round goes with the launch it counts, round by round;
     the unsteady rounds list them, and the summary adds them up per mode."""
     from diode_backend.timing import HostTimer, TimingMethod
@@ -225,14 +235,14 @@ def test_each_round_records_the_runs_its_timer_left_out_as_starved(e2e):
         "no_autotune": {"compile_s": 0.1, "runtime_us": 10.0, "vs_best": 1.0, "rounds_us": [10.0, 10.2, 9.9], "starved_runs": [1, 0, 0]},
         "diode_pick": {**decided("aten::mm", 1, 0.2), "runtime_us": 10.1, "vs_best": 1.0, "rounds_us": [10.1, 10.0, 9.8], "starved_runs": [0, 0, 0]},
     }}]  # fmt: skip
-    summary = e2e.summarize(rows, ["no_autotune", "diode_pick"])
+    summary = e2e_results.summarize(rows, ["no_autotune", "diode_pick"])
     assert summary["starved_runs"] == {"no_autotune": {"rows": 2, "runs": 3}, "diode_pick": {"rows": 1, "runs": 193}}
     assert summary["unsteady_rounds"] == [
         {"problem": "mm 8x8x8", "mode": "diode_pick", "rounds_us": [10.1, 44.9, 9.8], "starved_runs": [3, 0, 190]}
     ]
 
 
-def test_the_summary_flags_modes_that_compiled_the_same_kernel_but_timed_apart(e2e):
+def test_the_summary_flags_modes_that_compiled_the_same_kernel_but_timed_apart(e2e_results):
     """The same kernel timed more than SAME_KERNEL_TOLERANCE apart in one row says the timing
     erred, not the pick."""
     def timed(pick: str, runtime_us: float) -> dict:
@@ -243,11 +253,11 @@ def test_the_summary_flags_modes_that_compiled_the_same_kernel_but_timed_apart(e
         {"describe": "mm 16x8x8", "modes": {"diode_pick": timed("aten::mm", 10.5), "diode_fast": timed("aten::mm", 10.0)}},
         {"describe": "mm 32x8x8", "modes": {"diode_pick": timed("aten::mm", 30.0), "diode_fast": timed("triton::mm 16x16x64 s2 w4 g8", 10.0)}},
     ]
-    summary = e2e.summarize(rows, ["diode_pick", "diode_fast"])
+    summary = e2e_results.summarize(rows, ["diode_pick", "diode_fast"])
     assert summary["same_kernel_disagreements"] == [
         {"problem": "mm 8x8x8", "pick": "aten::mm", "runtime_us": {"diode_pick": 44.9, "diode_fast": 9.8}}
     ]
-    assert "same_kernel_disagreements" not in e2e.summarize(rows[1:], ["diode_pick", "diode_fast"])
+    assert "same_kernel_disagreements" not in e2e_results.summarize(rows[1:], ["diode_pick", "diode_fast"])
 
 
 def test_diode_warm_needs_an_earlier_run(e2e, tmp_path, capsys):
@@ -264,7 +274,7 @@ def test_an_earlier_run_whose_cache_folder_is_gone_is_refused(e2e, tmp_path, cap
     assert "names no DIODE cache folder on this machine" in capsys.readouterr().err
 
 
-def test_the_warm_summary_compares_compile_times_and_picks(e2e):
+def test_the_warm_summary_compares_compile_times_and_picks(e2e_results):
     cold = [
         {"modes": {"diode_fast": decided("aten::mm", 1, 0.3)}},
         {"modes": {"diode_fast": decided("triton::mm 64x64x32 s3 w4 g8", 5, 3.0)}},
@@ -274,25 +284,25 @@ def test_the_warm_summary_compares_compile_times_and_picks(e2e):
         {"modes": {"no_autotune": {"compile_s": 0.10}, "diode_warm": decided("aten::mm", 1, 0.40)}},
     ]
     for before, after in zip(cold, warm):
-        after["warm"] = e2e.warm_comparison(before, after)
+        after["warm"] = e2e_results.warm_comparison(before, after)
     assert warm[0]["warm"] == {"cold_pick": "aten::mm", "cold_kept": 1, "warm_pick": "aten::mm", "warm_kept": 1, "same_pick": True}
     assert warm[1]["warm"]["same_pick"] is False
-    summary = e2e.summarize(warm, list(e2e.WARM_MODES))["warm"]
+    summary = e2e_results.summarize(warm, list(e2e_results.WARM_MODES))["warm"]
     assert summary["problems"] == 2
     assert summary["compile_over_no_autotune_geomean"] == pytest.approx((1.05 * 4.0) ** 0.5)
     assert summary["compile_over_no_autotune_total"] == pytest.approx(0.61 / 0.30)
     assert (summary["within_bound_share"], summary["same_pick_share"], summary["single_pick_share"]) == (0.5, 0.5, 1.0)
 
 
-def test_a_failed_warm_compile_is_no_match(e2e):
+def test_a_failed_warm_compile_is_no_match(e2e_results):
     cold = {"modes": {"diode_fast": decided("aten::mm", 1, 0.3)}}
     warm = {"modes": {"no_autotune": {"compile_s": 0.2}, "diode_warm": {"error": "RuntimeError: boom"}}}
-    assert e2e.warm_comparison(cold, warm)["same_pick"] is False
+    assert e2e_results.warm_comparison(cold, warm)["same_pick"] is False
 
 
-def test_argv_without_an_option_drops_it_and_its_value(e2e):
+def test_argv_without_an_option_drops_it_and_its_value(e2e_warm):
     argv = ["data", "--kernel-cache", "k", "--out=o.json", "--resume", "--modes", "no_autotune"]
-    assert e2e._without_options(argv, {"--kernel-cache": 1, "--out": 1, "--resume": 0}) == ["data", "--modes", "no_autotune"]
+    assert e2e_warm._without_options(argv, {"--kernel-cache": 1, "--out": 1, "--resume": 0}) == ["data", "--modes", "no_autotune"]
 
 
 def test_kernel_cache_needs_an_earlier_run(e2e, tmp_path, capsys):
@@ -361,10 +371,10 @@ def test_the_warm_pass_with_kernel_caches_kept_runs_on_the_cpu_in_fresh_processe
     assert any((Path(kernels) / "inductor").rglob("*.py"))  # the first pass left its compiled code there
 
 
-def test_a_warm_pass_alternates_its_compile_order_and_shows_what_the_order_did(e2e):
+def test_a_warm_pass_alternates_its_compile_order_and_shows_what_the_order_did(e2e_warm, e2e_results):
     """The first compile after Dynamo's reset is the slower, so the warm pass alternates which
     mode compiles first; the summary gives the ratio for each first mode apart."""
-    assert [e2e.compile_order(["no_autotune", "diode_warm"], i) for i in range(3)] == [
+    assert [e2e_warm.compile_order(["no_autotune", "diode_warm"], i) for i in range(3)] == [
         ["no_autotune", "diode_warm"], ["diode_warm", "no_autotune"], ["no_autotune", "diode_warm"],
     ]  # fmt: skip
     warm = {"same_pick": True, "warm_kept": 1}
@@ -374,13 +384,13 @@ def test_a_warm_pass_alternates_its_compile_order_and_shows_what_the_order_did(e
         {"modes": {"no_autotune": {"compile_s": 1.0}, "diode_warm": {"compile_s": 1.25}}, "warm": warm,
          "compile_order": ["diode_warm", "no_autotune"]},
     ]  # fmt: skip
-    summary = e2e.summarize_warm(rows)
+    summary = e2e_results.summarize_warm(rows)
     assert summary["compile_over_no_autotune_geomean"] == pytest.approx(1.0)
     assert summary["by_first_mode"] == {
         "diode_warm": {"problems": 1, "compile_over_no_autotune_geomean": pytest.approx(1.25)},
         "no_autotune": {"problems": 1, "compile_over_no_autotune_geomean": pytest.approx(0.8)},
     }
-    assert "by_first_mode" not in e2e.summarize_warm([{k: v for k, v in r.items() if k != "compile_order"} for r in rows])
+    assert "by_first_mode" not in e2e_results.summarize_warm([{k: v for k, v in r.items() if k != "compile_order"} for r in rows])
 
 
 def test_the_measured_decision_stored_before_a_warm_compile_is_read_as_diode_warm_would(e2e, tmp_path, monkeypatch):
