@@ -220,10 +220,10 @@ def same_kernel_disagreements(rows: list[dict]) -> list[dict]:
 def unsteady_rounds(rows: list[dict]) -> list[dict]:
     """The modes whose rounds of one row were timed more than :data:`SAME_KERNEL_TOLERANCE`
     apart: the problem, the mode, its rounds' medians and, where recorded, each round's starved
-    runs (``e2e_validation.time_rounds``)."""
+    runs and host time to issue the launch (``e2e_validation.time_rounds``)."""
     return [
         {"problem": row["describe"], "mode": mode, "rounds_us": figures["rounds_us"]}
-        | ({"starved_runs": figures["starved_runs"]} if "starved_runs" in figures else {})
+        | {key: figures[key] for key in ("starved_runs", "host_us") if key in figures}
         for row in rows
         for mode, figures in row["modes"].items()
         if len(figures.get("rounds_us", ())) > 1

@@ -502,18 +502,22 @@ def measure_row(
 def time_rounds(launches: list, timer) -> list[dict]:
     """``launches`` timed together by ``timer`` in :data:`ROUNDS` rounds, their runs interleaved:
     per launch its ``runtime_us`` (the median of its rounds' medians), ``rounds_us`` (each
-    round's median), ``runs`` (how many timed runs it kept in all) and ``starved_runs`` (each
-    round's runs the timer left out because the GPU may have waited for the host in them)."""
-    rounds, starved = [], []
+    round's median), ``runs`` (how many timed runs it kept in all), ``starved_runs`` (each
+    round's runs the timer left out because the GPU may have waited for the host in them) and
+    ``host_us`` (each round's host time to issue it, the timer's ``host_us``, which sizes the
+    event timer's sleep before each of its runs: beside ``rounds_us`` it shows whether a
+    launch's time follows its sleep)."""
+    rounds, starved, host = [], [], []
     for _ in range(ROUNDS if launches else 0):
         rounds.append(timer.time(launches))
         starved.append(list(timer.starved))
+        host.append(list(timer.host_us))
     timings = []
     for i in range(len(launches)):
         medians = [statistics.median(samples[i]) for samples in rounds]
         timings.append({
             "runtime_us": statistics.median(medians), "rounds_us": medians, "runs": sum(len(s[i]) for s in rounds),
-            "starved_runs": [counts[i] for counts in starved],
+            "starved_runs": [counts[i] for counts in starved], "host_us": [times[i] for times in host],
         })  # fmt: skip
     return timings
 

@@ -212,25 +212,28 @@ def test_the_summary_flags_modes_whose_rounds_disagree(e2e_results):
 
 
 def test_each_round_records_the_runs_its_timer_left_out_as_starved(e2e_results, e2e):
-    """The timer's ``starved`` after each round goes with the launch it counts, round by round;
-    the unsteady rounds list them, and the summary adds them up per mode."""
+    """The timer's ``starved`` and ``host_us`` after each round go with the launch they count,
+    round by round; the unsteady rounds list them, and the summary adds the starved runs up per
+    mode."""
     from diode_backend.timing import HostTimer, TimingMethod
 
     class StarvingTimer(HostTimer):  # the event timer's counts, which only a GPU produces
         rounds = iter([[0, 3], [0, 0], [2, 190]])
+        hosts = iter([[11.0, 30.5], [12.0, 29.0], [10.5, 31.0]])
 
         def time(self, launches):
             samples = super().time(launches)
-            self.starved = next(self.rounds)
+            self.starved, self.host_us = next(self.rounds), next(self.hosts)
             return samples
 
     timer = StarvingTimer(TimingMethod(min_reps=3, max_reps=3, flush_l2=False, replay="host", slow_ratio=0.0))
     first, second = e2e.time_rounds([lambda: None, lambda: None], timer)
     assert first["starved_runs"] == [0, 0, 2] and second["starved_runs"] == [3, 0, 190]
+    assert first["host_us"] == [11.0, 12.0, 10.5] and second["host_us"] == [30.5, 29.0, 31.0]
     rows = [{"describe": "mm 8x8x8", "modes": {
         "no_autotune": {"compile_s": 0.1, "runtime_us": 10.0, "vs_best": 1.0, "rounds_us": [10.0, 10.2, 9.9], "starved_runs": [0, 0, 2]},
         "diode_pick": {**decided("aten::mm", 1, 0.2), "runtime_us": 10.1, "vs_best": 1.01, "rounds_us": [10.1, 44.9, 9.8],
-                       "starved_runs": [3, 0, 190]},
+                       "starved_runs": [3, 0, 190], "host_us": [30.5, 29.0, 31.0]},
     }}, {"describe": "mm 8x8x16", "modes": {
         "no_autotune": {"compile_s": 0.1, "runtime_us": 10.0, "vs_best": 1.0, "rounds_us": [10.0, 10.2, 9.9], "starved_runs": [1, 0, 0]},
         "diode_pick": {**decided("aten::mm", 1, 0.2), "runtime_us": 10.1, "vs_best": 1.0, "rounds_us": [10.1, 10.0, 9.8], "starved_runs": [0, 0, 0]},
@@ -238,7 +241,8 @@ def test_each_round_records_the_runs_its_timer_left_out_as_starved(e2e_results, 
     summary = e2e_results.summarize(rows, ["no_autotune", "diode_pick"])
     assert summary["starved_runs"] == {"no_autotune": {"rows": 2, "runs": 3}, "diode_pick": {"rows": 1, "runs": 193}}
     assert summary["unsteady_rounds"] == [
-        {"problem": "mm 8x8x8", "mode": "diode_pick", "rounds_us": [10.1, 44.9, 9.8], "starved_runs": [3, 0, 190]}
+        {"problem": "mm 8x8x8", "mode": "diode_pick", "rounds_us": [10.1, 44.9, 9.8], "starved_runs": [3, 0, 190],
+         "host_us": [30.5, 29.0, 31.0]}
     ]
 
 
