@@ -125,7 +125,7 @@ def side_stream():
         yield
 
 
-def test_runs_the_gpu_waited_in_are_counted_and_left_out():
+def test_starved_runs_the_gpu_waited_in_are_counted_and_left_out():
     """A launch whose host time jumps after the timer measured it outruns the guard: here every
     third call spends 300 us on the host before queuing its tiny kernel. Such runs are counted as
     starved and left out, so every run kept times the kernel alone."""
