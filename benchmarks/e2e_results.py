@@ -144,18 +144,10 @@ def summarize(rows: list[dict], modes: list[str]) -> dict:
             "all_caches_off_total": off.get("compile_over_no_autotune_total"),
             "kernel_caches_kept_total": kept.get("compile_over_no_autotune_total"),
         }
-    disagreements = same_kernel_disagreements(rows)
-    if disagreements:
-        summary["same_kernel_disagreements"] = disagreements
-    unsteady = unsteady_rounds(rows)
-    if unsteady:
-        summary["unsteady_rounds"] = unsteady
-    starved = starved_runs(rows)
-    if starved:
-        summary["starved_runs"] = starved
-    spread = timer_spread(rows)
-    if spread:
-        summary["timer_spread"] = spread
+    for figure in (same_kernel_disagreements, unsteady_rounds, starved_runs, timer_spread):  # what the timer did
+        found = figure(rows)
+        if found:
+            summary[figure.__name__] = found
     known = [row["modes"][BEST_KNOWN] for row in rows if "applied" in row["modes"].get(BEST_KNOWN, {})]
     if known:
         # the rows with a vs_best_known: those whose fastest candidate Inductor still offered

@@ -53,6 +53,27 @@ def benchmark_scripts(tmp_path, monkeypatch):
     return load
 
 
+@pytest.fixture
+def e2e(benchmark_scripts):
+    """``benchmarks/e2e_validation.py`` as a module; its import-time cache folders are the test's."""
+    (module,) = benchmark_scripts("e2e_validation")
+    return module
+
+
+@pytest.fixture
+def e2e_results(benchmark_scripts):
+    """``benchmarks/e2e_results.py``: what an e2e run's rows add up to."""
+    (module,) = benchmark_scripts("e2e_results")
+    return module
+
+
+@pytest.fixture
+def e2e_warm(benchmark_scripts):
+    """``benchmarks/e2e_warm.py``: an e2e run's warm passes."""
+    (module,) = benchmark_scripts("e2e_warm")
+    return module
+
+
 @pytest.fixture(autouse=True)
 def _fresh_diode_state(tmp_path, monkeypatch):
     """Each test starts with empty stats, freshly resolved plugins, a reset Dynamo and its own

@@ -14,18 +14,6 @@ import pytest
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "e2e_validation.py"
 
 
-@pytest.fixture
-def e2e(benchmark_scripts):
-    (module,) = benchmark_scripts("e2e_validation")
-    return module
-
-
-@pytest.fixture
-def e2e_results(benchmark_scripts):
-    (module,) = benchmark_scripts("e2e_results")
-    return module
-
-
 def _timings(problem, family: str):
     from diode_backend.offline.dataset import ProblemTimings
     from diode_backend.problem import KernelConfig

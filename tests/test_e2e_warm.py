@@ -15,27 +15,6 @@ import pytest
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "e2e_validation.py"
 
 
-@pytest.fixture
-def e2e(benchmark_scripts):
-    """The script as a module; its import-time cache folders are the test's."""
-    (module,) = benchmark_scripts("e2e_validation")
-    return module
-
-
-@pytest.fixture
-def e2e_results(benchmark_scripts):
-    """``benchmarks/e2e_results.py``: what the script's rows add up to."""
-    (module,) = benchmark_scripts("e2e_results")
-    return module
-
-
-@pytest.fixture
-def e2e_warm(benchmark_scripts):
-    """``benchmarks/e2e_warm.py``: the script's warm passes."""
-    (module,) = benchmark_scripts("e2e_warm")
-    return module
-
-
 def decided(pick: str, kept: int, compile_s: float) -> dict:
     """A DIODE mode's figures as ``compile_mode`` records them."""
     diode = {"single_pick": int(kept == 1), "benchmarked_top_k": int(kept > 1), "fallbacks": {}, "errors": {}}
