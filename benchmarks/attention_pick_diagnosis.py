@@ -35,7 +35,8 @@ from diode_backend.model.checkpoint import load_checkpoint
 from diode_backend.model.learned import feature_extractor_for
 from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of
-from diode_backend.offline.train import inference_hardware, usable
+from diode_backend.offline.train import inference_hardware
+from diode_backend.offline.training_split import usable
 from diode_backend.workload import workload_class
 
 DATA = "trained_models/data/h100/dataset"

@@ -29,7 +29,8 @@ from diode_backend.model.learned import LearnedScorer
 from diode_backend.model.novelty import familiarity, fit_scale, nearest_distance
 from diode_backend.offline.dataset import load_dataset, timed_hardware
 from diode_backend.offline.families import family_of, of_families
-from diode_backend.offline.train import inference_hardware, usable
+from diode_backend.offline.train import inference_hardware
+from diode_backend.offline.training_split import usable
 from diode_backend.offline.validate import reliability
 from diode_backend.workload import WORKLOAD_CLASSES, workload_class
 

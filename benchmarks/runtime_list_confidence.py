@@ -26,7 +26,8 @@ from diode_backend.model.hit_model import fit_hit_model, hit_probability
 from diode_backend.offline.dataset import load_dataset
 from diode_backend.offline.families import family_of
 from diode_backend.offline.out_of_fold import rank_out_of_fold
-from diode_backend.offline.train import TrainOptions, held_out_signals, inference_hardware, usable
+from diode_backend.offline.train import TrainOptions, held_out_signals, inference_hardware
+from diode_backend.offline.training_split import usable
 from diode_backend.offline.validate import TRUSTED, reliability
 
 #: The shipped recipe's families (trained_models/nvidia-h100-gemm/manifest.json).

@@ -511,7 +511,8 @@ def test_train_on_pick_labels_trains_the_network_on_the_records_joined_with_thei
 
     from diode_backend.offline.dataset import DatasetMeta, ProblemTimings, load_dataset, write_shard
     from diode_backend.offline.pick_labels import joined
-    from diode_backend.offline.train import data_digest, inference_hardware, usable
+    from diode_backend.offline.train import data_digest, inference_hardware
+    from diode_backend.offline.training_split import usable
 
     data = write_dataset(tmp_path / "data", train=24, validation=4)
     dataset = load_dataset([data])

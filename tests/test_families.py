@@ -13,7 +13,7 @@ from diode_backend.offline.families import (
     stopping_problems,
     without_families,
 )
-from diode_backend.offline.train import split_families
+from diode_backend.offline.training_split import split_families
 
 
 def test_a_zoo_problem_belongs_to_its_family_any_other_to_its_generator():

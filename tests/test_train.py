@@ -15,7 +15,8 @@ from diode_backend import registry
 from diode_backend.model.checkpoint import ModelLoadError
 from diode_backend.model.learned import LearnedScorer
 from diode_backend.model.network import TimingModel
-from diode_backend.offline.train import TrainOptions, ranking_loss, refit_hit_model, split_problems, train
+from diode_backend.offline.train import TrainOptions, ranking_loss, refit_hit_model, train
+from diode_backend.offline.training_split import split_problems
 
 FAST = TrainOptions(hidden=16, ensemble=3, max_epochs=4, steps_per_epoch=15, problems_per_step=8, candidates=8, patience=10)
 

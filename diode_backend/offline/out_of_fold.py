@@ -42,7 +42,8 @@ from .compile_time import compile_time_signals
 from .dataset import ProblemTimings
 from .families import family_of
 from .progress import Progress
-from .train import MIN_FAMILIES_TO_SPLIT, TrainOptions, TrainResult, data_digest, split_training, train
+from .train import TrainOptions, TrainResult, data_digest, train
+from .training_split import MIN_FAMILIES_TO_SPLIT, split_training
 
 #: Balanced first: the class where picks miss most (h100_confidence_crossfold.md).
 _BALANCED_CLASS = "attention_bmm"

@@ -128,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
     from ..out_of_fold import train_out_of_fold
     from ..pick_labels import joined
     from .labels import read_pick_labels
-    from ..train import TrainOptions, check_named_split, inference_hardware, train, write_model_manifest
+    from ..train import TrainOptions, inference_hardware, train, write_model_manifest
+    from ..training_split import check_named_split
     from . import CommandError, UsageError
 
     if args.hit_model_folds and args.confidence != "logistic":
