@@ -150,7 +150,15 @@ from diode_backend.inductor.options import current_options  # noqa: E402
 from torch._inductor.graph import GraphLowering  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_results import BEST_KNOWN, CONTROL, WARM_MODES, summarize, warm_comparison, write_result  # noqa: E402
+from e2e_results import (  # noqa: E402
+    BEST_KNOWN,
+    CONTROL,
+    REFERENCES,
+    WARM_MODES,
+    summarize,
+    warm_comparison,
+    write_result,
+)
 from e2e_warm import add_kernel_cache_figures, compile_order, kernel_cache_passes, keep_kernel_caches  # noqa: E402
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "trained_models" / "data" / "h100" / "problems" / "zoo-holdout.json"
@@ -184,8 +192,6 @@ MODES = {
     # diode_pick's options, differing in such a setting too: Dynamo must not reuse diode_pick's compile
     BEST_KNOWN: {**DIODE_PICK, "trace.compile_profile": False},
 }
-#: Modes that are references, not choices a user makes: left out of each row's best mode.
-REFERENCES = (CONTROL, BEST_KNOWN)
 DEFAULT_MODES = ("no_autotune", "diode_fast", "max_autotune_default", CONTROL)
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 

@@ -391,3 +391,27 @@ def test_the_measured_decision_stored_before_a_warm_compile_is_read_as_diode_war
     monkeypatch.setenv("DIODE_CACHE_DIR", str(tmp_path / "elsewhere"))  # whatever was set before
     assert e2e.measured_before(problem, "cpu", caches) == winner.describe()
     assert e2e.measured_before(other, "cpu", caches) is None
+
+
+def test_a_loss_in_every_round_is_told_from_one_round_read_slow(e2e_results):
+    """``vs_best_mode_every_round`` takes each mode's least ratio over the rounds: one round read
+    slow (the timer's two levels of a small GEMM) moves the median of rounds, not it; a loss in
+    every round stays. The references are no best mode."""
+    rows = [
+        {"describe": "mm 8x8x8", "modes": {
+            "no_autotune": {"compile_s": 0.1, "runtime_us": 10.0, "rounds_us": [10.0, 10.0, 10.0], "vs_best_mode": 1.0},
+            "diode_fast": {"compile_s": 0.2, "runtime_us": 11.6, "rounds_us": [11.6, 9.9, 11.7], "vs_best_mode": 1.16},
+            "no_autotune_again": {"compile_s": 0.1, "runtime_us": 8.0, "rounds_us": [8.0, 8.0, 8.0]},
+        }},
+        {"describe": "mm 8x8x16", "modes": {
+            "no_autotune": {"compile_s": 0.1, "runtime_us": 10.0, "rounds_us": [10.0, 10.4, 10.0], "vs_best_mode": 1.0},
+            "diode_fast": {"compile_s": 0.2, "runtime_us": 13.0, "rounds_us": [13.0, 13.0, 12.5], "vs_best_mode": 1.3},
+            "no_autotune_again": {"compile_s": 0.1, "runtime_us": 10.0, "rounds_us": [10.0, 10.0, 10.0]},
+        }},
+    ]  # fmt: skip
+    assert e2e_results.every_round_ratio(rows[0], "diode_fast") == 1.0  # the fastest of round two
+    assert e2e_results.every_round_ratio(rows[1], "diode_fast") == pytest.approx(1.25)
+    assert e2e_results.every_round_ratio(rows[0], "no_autotune_again") == pytest.approx(0.8)
+    fast = e2e_results.summarize(rows, ["diode_fast"])["diode_fast"]
+    assert fast["vs_best_mode_worst"] == pytest.approx(1.3) and fast["vs_best_mode_every_round_worst"] == pytest.approx(1.25)
+    assert e2e_results.every_round_ratio({"modes": {"diode_fast": {"error": "boom"}}}, "diode_fast") is None
