@@ -206,13 +206,22 @@ def summarize_rows(rows: list[dict], modes: list[str]) -> dict:
 def timer_spread(rows: list[dict]) -> dict | None:
     """Over the rows that timed ``no_autotune`` and :data:`CONTROL` (one program, compiled
     twice): the larger of the two runtimes over the smaller, its median, 90th percentile and
-    worst; None without such rows."""
-    pairs = [[row["modes"].get(mode, {}).get("runtime_us") for mode in ("no_autotune", CONTROL)] for row in rows]
-    ratios = sorted(max(a, b) / min(a, b) for a, b in pairs if a and b)
-    if not ratios:
+    worst, and where the rows have rounds the same of the least such ratio over the rounds
+    (``every_round``: the noise floor of ``vs_best_mode_every_round``); None without such rows."""
+    pairs = [[row["modes"].get(mode, {}) for mode in ("no_autotune", CONTROL)] for row in rows]
+    timed = [(a["runtime_us"], b["runtime_us"]) for a, b in pairs if a.get("runtime_us") and b.get("runtime_us")]
+    if not timed:
         return None
+    spread = _spread([max(a, b) / min(a, b) for a, b in timed])
+    rounds = [(a["rounds_us"], b["rounds_us"]) for a, b in pairs if len(a.get("rounds_us") or ()) == len(b.get("rounds_us") or ()) > 0]
+    if rounds:
+        spread["every_round"] = _spread([min(max(x, y) / min(x, y) for x, y in zip(*pair)) for pair in rounds])
+    return spread
+
+
+def _spread(ratios: list[float]) -> dict:
     p90 = float(torch.quantile(torch.tensor(ratios, dtype=torch.float64), 0.9))  # as summarize_rows
-    return {"problems": len(ratios), "median": statistics.median(ratios), "p90": p90, "worst": ratios[-1]}
+    return {"problems": len(ratios), "median": statistics.median(ratios), "p90": p90, "worst": max(ratios)}
 
 
 def same_kernel_disagreements(rows: list[dict]) -> list[dict]:

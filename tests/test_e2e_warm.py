@@ -170,12 +170,19 @@ def test_the_timer_spread_is_how_far_apart_the_two_compiles_of_one_program_were_
     def timed(*runtimes_us: float) -> dict:
         return {mode: {"compile_s": 0.1, "runtime_us": t} for mode, t in zip(("no_autotune", e2e_results.CONTROL), runtimes_us)}
 
-    rows = [{"modes": timed(10.0, 11.0)}, {"modes": timed(12.0, 10.0)}, {"modes": timed(9.0, 9.0)}]
-    rows.append({"modes": {**timed(9.0), e2e_results.CONTROL: {"error": "boom"}}})
+    rows = [{"describe": f"mm {m}x8x8", "modes": timed(*times)} for m, times in ((8, (10.0, 11.0)), (16, (12.0, 10.0)), (32, (9.0, 9.0)))]
+    rows.append({"describe": "mm 64x8x8", "modes": {**timed(9.0), e2e_results.CONTROL: {"error": "boom"}}})
     spread = e2e_results.summarize(rows, ["no_autotune", e2e_results.CONTROL])["timer_spread"]
     assert spread["problems"] == 3 and spread["median"] == pytest.approx(1.1) and spread["worst"] == pytest.approx(1.2)
     assert spread["p90"] == pytest.approx(1.18)
+    assert "every_round" not in spread  # rows without rounds
     assert "timer_spread" not in e2e_results.summarize(rows[3:], ["no_autotune", e2e_results.CONTROL])
+    # in rounds: the two compiles' closest round; a row read apart in one round reads alike
+    rows[0]["modes"]["no_autotune"]["rounds_us"], rows[0]["modes"][e2e_results.CONTROL]["rounds_us"] = [10.0, 11.5, 10.0], [11.0, 11.0, 11.1]
+    rows[1]["modes"]["no_autotune"]["rounds_us"], rows[1]["modes"][e2e_results.CONTROL]["rounds_us"] = [12.0, 12.0, 12.0], [10.0, 10.0, 10.0]
+    every = e2e_results.summarize(rows, ["no_autotune"])["timer_spread"]["every_round"]
+    assert every["problems"] == 2 and every["worst"] == pytest.approx(1.2)
+    assert every["median"] == pytest.approx((11.5 / 11.0 + 1.2) / 2)  # row 0's closest round is its second
 
 
 def test_the_summary_flags_modes_whose_rounds_disagree(e2e_results):
