@@ -1,9 +1,11 @@
 """How far apart the e2e run's timer puts compiled functions that run the same kernel (GPU).
 
     OUT=DIR python benchmarks/timer_resolution_probe.py     # DIR/timer_resolution.json
+    OUT=DIR python benchmarks/timer_resolution_probe.py E2E.json.gz DESCRIBE...
 
 Small held-out GEMMs (5 to 12 us), where the e2e run timed two modes that compiled the same
-kernel up to 1.17x apart. Per problem, four compiles of no autotuning (cuBLAS) and four of the
+kernel up to 1.17x apart; or the rows of an e2e results file named by their ``describe`` (each
+at the TF32 setting it was measured with). Per problem, four compiles of no autotuning (cuBLAS) and four of the
 single pick (the same Triton kernel each time), each a ``torch.compile`` of its own (options
 that differ only in a trace setting at its default), all eight timed together in three rounds
 by the e2e run's event timer (``Timer``), then by the CUDA-graph timer (``GraphTimer``, the same
@@ -13,6 +15,7 @@ import json, os, random, statistics, sys, tempfile
 sys.path.insert(0, "benchmarks")
 import torch
 import e2e_validation as e
+from diode_backend.files import read_json
 from diode_backend.problem import GemmProblem
 from diode_backend.timing import GraphTimer, Timer, TimingMethod
 from torch._inductor import config
@@ -32,6 +35,12 @@ problems = [
     GemmProblem("mm", 12, 2048, 1408, dtype="bfloat16", a_layout="row", b_layout="col"),
     GemmProblem("bmm", 256, 160, 256, batch=16, dtype="float16"),
 ]
+if len(sys.argv) > 2:  # rows of an e2e run, by their describe
+    by_describe = {row["describe"]: row["problem"] for row in read_json(sys.argv[1])["rows"]}
+    missing = [text for text in sys.argv[2:] if text not in by_describe]
+    if missing:
+        sys.exit(f"{sys.argv[1]} has no row {missing[0]!r}")
+    problems = [GemmProblem.from_dict(by_describe[text]) for text in sys.argv[2:]]
 
 
 def interquartile_mean(samples):
@@ -48,6 +57,7 @@ PERMUTED = 6  # rounds in a random order after the fixed ones
 random.seed(0)
 report = {"method": vars(method), "rounds": e.ROUNDS, "rows": []}
 for problem in problems:
+    e.set_tf32(problem)
     fn, args = e.make_case(problem)
     torch._dynamo.reset()
     compiled = {}
