@@ -27,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e_results  # noqa: E402
 
 from diode_backend.files import read_json  # noqa: E402
-from diode_backend.offline import validate  # noqa: E402
 
 #: The runtime bands (microseconds, of the faster of the two compiles) the control's spread is
 #: given in.
@@ -77,16 +76,17 @@ def unsteady(rows: list[dict]) -> dict:
 
 
 def modes_of(rows: list[dict], modes: list[str]) -> dict:
-    """Per mode: runtime over the row's fastest mode (``validate.spread``) and compile seconds."""
-    out = {}
-    for mode in modes:
-        done = [row["modes"][mode] for row in rows if "vs_best_mode" in row["modes"].get(mode, {})]
-        if done:
-            out[mode] = {
-                "vs_best_mode": {"rows": len(done), **validate.spread([f["vs_best_mode"] for f in done])},
-                "compile_s_total": sum(f["compile_s"] for f in done),
-            }
-    return out
+    """Per mode: runtime over the row's fastest mode and compile seconds, as the summary has them
+    (``e2e_results.summarize_rows``)."""
+    summary = e2e_results.summarize_rows(rows, modes)
+    return {
+        mode: {
+            "vs_best_mode": {"rows": figures["problems"]} | {k: figures[f"vs_best_mode_{k}"] for k in ("geomean", "p90", "worst")},
+            "compile_s_total": figures["compile_s_total"],
+        }
+        for mode, figures in summary.items()
+        if "vs_best_mode_geomean" in figures
+    }
 
 
 def compare(before: dict, after: dict) -> dict:
