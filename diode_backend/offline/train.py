@@ -64,7 +64,7 @@ from ..model.learned import feature_extractor_for
 from ..model.network import TimingModel
 from ..model.novelty import familiarity, fit_scale, nearest_distance, novelty_data, support_of
 from .train_options import CONFIDENCES, TrainOptions
-from .training_split import split_families, split_named, split_training, usable
+from .training_split import split_training, usable
 
 _STATE_FORMAT = "diode-training-state"
 _STATE_VERSION = 1
@@ -300,15 +300,13 @@ def refit_hit_model(
     extractor = feature_extractor_for(loaded)
     data = torch.load(checkpoint, weights_only=True, map_location="cpu")
     training = loaded.training
-    kept = usable(without_families(records, training.get("holdout_families", ())))
+    holdout = training.get("holdout_families", ())
+    kept = usable(without_families(records, holdout))
     if data_digest(kept, hardware) != training.get("data_digest"):
         raise ValueError(f"{checkpoint}: was trained on other data or hardware; give the records and hardware it was trained with")
-    families = [family_of(record) for record in kept]
-    if training.get("split") == "given":
-        train_ids, stop_ids, calibration_ids = split_named(families, training["stopping_families"], training["calibration_families"])
-    else:
-        options = TrainOptions(**training["options"])
-        train_ids, stop_ids, calibration_ids = split_families(families, options.holdout_fraction, options.seed)
+    named = [training[key] if training.get("split") == "given" else () for key in ("stopping_families", "calibration_families")]
+    split = split_training(records, TrainOptions(**training["options"]), holdout, *named)
+    train_ids, stop_ids, calibration_ids = split.train_ids, split.stop_ids, split.calibration_ids
     stop_rows, calibration_rows = (_Rows.build([kept[i] for i in ids], extractor, hardware) for ids in (stop_ids, calibration_ids))
     picks = holdout_picks(loaded.model, stop_rows) + holdout_picks(loaded.model, calibration_rows)
     held = [kept[i] for i in stop_ids + calibration_ids]
