@@ -281,3 +281,25 @@ def test_a_warm_triton_winner_compiles_the_same_kernel_and_loads_no_benchmark_mo
     assert warm["counters"].get(f"{decision}_decision_hits") == 1, warm
     assert warm["pick"] == cold["pick"] and warm["benchmark_modules"] == [] and warm["errors"] == {}, warm
     assert warm["kernels"] == cold["kernels"]  # the same kernel source
+
+
+@pytest.mark.parametrize("template", ["aten::addmm", "triton::mm"])
+def test_a_one_element_bias_runs_no_copy_kernel_beside_the_pick(scorer_plugin, benchmarked, template):
+    """A Linear to one output (N = 1): Inductor copies its one-element bias to the output's shape
+    for the groups that take the expanded bias (on torch 2.11 the ATen one too); DIODE's pick
+    reads it as a broadcast view, as plain Inductor's addmm does (compat.broadcast_bias_view)."""
+    from torch._inductor.utils import run_and_get_code
+
+    from test_compile_cpu import PreferScorer
+
+    bias = torch.randn(1, device="cuda", dtype=torch.float16)
+    x, w = (torch.randn(rows, 4392, device="cuda", dtype=torch.float16) for rows in (5, 1))
+    name = scorer_plugin(PreferScorer(template))
+    with config.patch(**DIODE, fast_autotune=True, diode_fallback_to_autotune=False, diode_model=name):
+        out, code = run_and_get_code(torch.compile(torch.addmm), bias, x, w.t())
+    torch.testing.assert_close(out, torch.addmm(bias, x, w.t()), atol=2e-2, rtol=2e-2)
+    code = "\n".join(code)
+    assert "triton_poi" not in code, code
+    assert ("extern_kernels.addmm(" if template == "aten::addmm" else "triton_tem_") in code, code
+    stats = diode_backend.stats()
+    assert stats["single_pick"] == 1 and stats["errors"] == {} and benchmarked == [], stats

@@ -97,3 +97,66 @@ print(json.dumps({"ready": ready, "pool": AsyncCompile.use_process_pool() if rea
         found[threads] = json.loads(done.stdout.strip().splitlines()[-1])
     assert found[1] == {"ready": 0, "pool": None, "warmed": 0}
     assert found[2] == {"ready": 2, "pool": True, "warmed": 2}
+
+
+def _expanded_biases(monkeypatch, fn, *args):
+    """Compile ``fn`` on the CPU; for each addmm or baddbmm lowered, what ``broadcast_bias_view``
+    makes of the bias Inductor expanded (``mm_args``): None, or the view's strides, whether it
+    reads a graph input, and the bias DIODE describes before and after."""
+    import torch
+    import torch._inductor.kernel.bmm as bmm
+    import torch._inductor.kernel.mm as mm
+    from torch._inductor.kernel_inputs import MMKernelInputs
+    from torch._inductor.virtualized import V
+
+    from diode_backend.inductor.compat import broadcast_bias_view
+    from diode_backend.inductor.convert import problem_from_inputs
+
+    seen = []
+
+    def recording(module, op_name):
+        real = module.mm_args
+
+        def mm_args(*args, **kwargs):
+            out = real(*args, **kwargs)
+            _, _, _, _, mat1, mat2, *others = out
+            if others:
+                inputs = MMKernelInputs([others[0], mat1, mat2])
+                viewed = broadcast_bias_view(inputs, op_name)
+                if viewed is None:
+                    seen.append(None)
+                else:
+                    view = viewed.nodes()[0]
+                    before, after = (problem_from_inputs(i, op_name).bias for i in (inputs, viewed))
+                    seen.append((list(view.get_stride()), view.get_name() in V.graph.graph_inputs, before, after))
+            return out
+
+        monkeypatch.setattr(module, "mm_args", mm_args)
+
+    recording(mm, "addmm")
+    recording(bmm, "baddbmm")
+    torch._dynamo.reset()
+    with config.patch(force_disable_caches=True):
+        out = torch.compile(fn)(*args)
+    torch.testing.assert_close(out, fn(*args))
+    return seen
+
+
+def test_a_one_element_bias_is_viewed_at_the_output_shape_not_copied(monkeypatch):
+    import torch
+
+    x, w = torch.randn(5, 64), torch.randn(64, 1)
+    # Inductor copies the one-element bias to (5, 1), a full matrix to DIODE; the view reads the input
+    assert _expanded_biases(monkeypatch, torch.addmm, torch.randn(1), x, w) == [([0, 0], True, "full", "row")]
+    a, b = torch.randn(3, 5, 64), torch.randn(3, 64, 1)
+    assert _expanded_biases(monkeypatch, torch.baddbmm, torch.randn(1), a, b) == [([0, 0, 0], True, "full", "row")]
+
+
+def test_a_bias_inductor_views_already_is_left_and_a_computed_one_is_viewed_where_it_is_stored(monkeypatch):
+    import torch
+
+    x = torch.randn(5, 64)
+    assert _expanded_biases(monkeypatch, torch.addmm, torch.randn(8), x, torch.randn(64, 8)) == [None]
+    # the doubling is stored in a buffer of its own before the expand, which the view reads
+    computed = lambda bias, x, w: torch.addmm(bias * 2, x, w)  # noqa: E731
+    assert _expanded_biases(monkeypatch, computed, torch.randn(1), x, torch.randn(64, 1)) == [([0, 0], False, "full", "row")]

@@ -39,6 +39,9 @@ class DiodeChoicesMixin:
     def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
         templates = list(templates)
         requested = bool(templates) and diode_requested()  # an empty group has nothing to rank
+        if requested:  # a one-element bias seen as the broadcast it is, not copied (compat)
+            viewed = contained(lambda: compat.broadcast_bias_view(kernel_inputs, op_name), "ranking")
+            kernel_inputs = viewed if viewed is not None else kernel_inputs
         lowering = _lowering(op_name) if requested else None
         if lowering is not None and _answered.get() == lowering:
             return []  # this op's decided kernel came in an earlier group: step 2 hands it over alone
