@@ -366,3 +366,24 @@ def test_prediction_stats_and_profiles_count_real_compiles():
     assert diode_backend.get_prediction_stats() == {
         "total_predictions": 1, "avg_confidence": 1.0, "fallbacks": 1, **stored
     }
+
+
+@pytest.mark.parametrize("pick", ["triton::mm", "aten::addmm"])
+def test_a_one_element_bias_reaches_the_pick_as_a_view_not_a_copy(isolated_caches, monkeypatch, scorer_plugin, pick):
+    """A Linear to one output (N = 1): Inductor copies its one-element bias to the output's shape
+    for the Triton group (on torch 2.11 the ATen one too); DIODE hands its pick the bias viewed
+    instead, so no copy kernel runs. Triton's templates on the CPU (``cpu_backend="triton"``)
+    are generated, not compiled: no Triton CPU backend here."""
+    import torch.utils._triton
+    from torch._inductor.utils import get_code
+
+    monkeypatch.setattr(torch.utils._triton, "triton_hash_with_backend", lambda: "no-triton-backend-here")
+    name = scorer_plugin(PreferScorer(pick))
+    options = {**DIODE, "fast_autotune": True, "diode_fallback_to_autotune": False, "cpu_backend": "triton"}
+    torch._dynamo.reset()
+    with config.patch(**options, diode_model=name):
+        (code, *_) = get_code(torch.compile(torch.addmm), torch.randn(1), torch.randn(5, 64), torch.randn(64, 1))
+    assert "triton_poi" not in code, code
+    # the ATen pick reads the bias itself on torch 2.13, its view on 2.11
+    assert ("triton_tem_" if pick == "triton::mm" else "extern_kernels.addmm(") in code, code
+    assert diode_backend.stats()["single_pick"] == 1
