@@ -71,6 +71,9 @@ def patch_autotuner(select_algorithm: ModuleType) -> None:
             return original(self, name, selected, *args, **kwargs)
         bound = signature.bind(self, name, list(selected.choices), *args, **kwargs)
         bound.arguments["precompilation_timeout_seconds"] = 0  # DIODE compiled them: Inductor starts nothing
+        # the buffer Inductor returns reads the call's inputs: a one-element bias as its view, not its copy
+        viewed = contained(lambda: compat.broadcast_bias_nodes(bound.arguments["input_nodes"], name), "final_selection")
+        bound.arguments["input_nodes"] = viewed if viewed is not None else bound.arguments["input_nodes"]
         result = original(*bound.args, **bound.kwargs)
         contained(lambda: selected.attach(result), "measurement")
         return result

@@ -329,40 +329,51 @@ def current_lowering() -> tuple[Any, Any] | None:
 
 
 def broadcast_bias_view(kernel_inputs: Any, op_name: str) -> Any | None:
-    """``kernel_inputs`` of an addmm or baddbmm whose bias Inductor copied to the output's shape,
-    with the op's own bias viewed at that shape instead (every stride 0); None where there is
-    nothing to change.
+    """``kernel_inputs`` of a template group with :func:`broadcast_bias_nodes`' view of the
+    bias; None where there is nothing to change.
+
+    torch 2.11 and 2.13 alike: ``KernelInputs`` keeps its nodes in ``_input_nodes``.
+    """
+    import copy
+
+    nodes = broadcast_bias_nodes(kernel_inputs.nodes(), op_name)
+    if nodes is None:
+        return None
+    viewed = copy.copy(kernel_inputs)
+    viewed._input_nodes = nodes
+    return viewed
+
+
+def broadcast_bias_nodes(nodes: list[Any], op_name: str) -> list[Any] | None:
+    """``nodes`` of an addmm or baddbmm lowering (``mm_args``' order: the bias, then the two
+    matrices) whose bias Inductor copied to the output's shape, with the op's own bias viewed at
+    that shape instead (every stride 0); None where there is nothing to change.
 
     ``mm_args`` expands the bias to the output's shape and realizes it: a view with stride 0
     along the broadcast dimensions, except for a bias of one element (N = 1), which it copies
     with a pointwise kernel. A group that takes the expanded bias (the Triton ones; on torch 2.11
     under max-autotune the ATen one too) then runs that kernel before the GEMM, and DIODE would
-    describe the bias as a full matrix. The view is what the collector times (``bias.expand``)
-    and what Inductor makes of every other bias. A bias is viewed where it is stored (a
-    computed one is stored before it is expanded); one not in a buffer keeps its copy.
+    describe the bias as a full matrix; so does a selection deferred to the scheduler, whose
+    buffer lists the autotuner call's inputs. The view is what the collector times
+    (``bias.expand``) and what Inductor makes of every other bias. A bias is viewed where it is
+    stored (a computed one is stored before it is expanded); one not in a buffer keeps its copy.
 
-    torch 2.11 and 2.13 alike: ``V.graph.current_node`` is the op's FX node, ``V.graph.env``
-    holds the lowered value of its bias argument, and ``KernelInputs`` keeps its nodes in
-    ``_input_nodes``.
+    torch 2.11 and 2.13 alike: ``V.graph.current_node`` is the op's FX node and ``V.graph.env``
+    holds the lowered value of its bias argument.
     """
-    import copy
-
     import torch
     from torch._inductor import ir
     from torch._inductor.virtualized import V
 
     node = V.graph.current_node
-    if op_name not in ("addmm", "baddbmm") or node is None:
+    if op_name not in ("addmm", "baddbmm") or node is None or len(nodes) != 3:
         return None
     if node.target not in (torch.ops.aten.addmm.default, torch.ops.aten.baddbmm.default):
         return None
     source = V.graph.env.get(node.args[0])
-    nodes = kernel_inputs.nodes()
-    mats = kernel_inputs.mat1mat2()
-    index = next((i for i, n in enumerate(nodes) if all(n is not mat for mat in mats)), None)
-    if index is None or source is None or not ir.is_storage_and_layout(source):
+    if source is None or not ir.is_storage_and_layout(source):
         return None
-    bias = nodes[index]
+    bias, *matrices = nodes
     sizes = V.graph.sizevars
     if bias.get_name() == source.get_name() or not all(sizes.statically_known_equals(s, 1) for s in source.get_size()):
         return None
@@ -372,9 +383,7 @@ def broadcast_bias_view(kernel_inputs: Any, op_name: str) -> Any | None:
         data=storage,
         layout=ir.FixedLayout(device=layout.device, dtype=layout.dtype, size=size, stride=[0] * len(size), offset=layout.offset),
     )
-    viewed = copy.copy(kernel_inputs)
-    viewed._input_nodes = [view if i == index else n for i, n in enumerate(nodes)]
-    return viewed
+    return [view, *matrices]
 
 
 @contextlib.contextmanager
