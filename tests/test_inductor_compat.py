@@ -160,3 +160,9 @@ def test_a_bias_inductor_views_already_is_left_and_a_computed_one_is_viewed_wher
     # the doubling is stored in a buffer of its own before the expand, which the view reads
     computed = lambda bias, x, w: torch.addmm(bias * 2, x, w)  # noqa: E731
     assert _expanded_biases(monkeypatch, computed, torch.randn(1), x, torch.randn(64, 1)) == [([0, 0], False, "full", "row")]
+
+
+def test_outside_a_lowering_no_bias_is_viewed():
+    from diode_backend.inductor.compat import broadcast_bias_nodes
+
+    assert broadcast_bias_nodes(["bias", "mat1", "mat2"], "addmm") is None

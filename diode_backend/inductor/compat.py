@@ -365,16 +365,17 @@ def broadcast_bias_nodes(nodes: list[Any], op_name: str) -> list[Any] | None:
     from torch._inductor import ir
     from torch._inductor.virtualized import V
 
-    node = V.graph.current_node
-    if op_name not in ("addmm", "baddbmm") or node is None or len(nodes) != 3:
+    if op_name not in ("addmm", "baddbmm") or len(nodes) != 3:
         return None
-    if node.target not in (torch.ops.aten.addmm.default, torch.ops.aten.baddbmm.default):
+    graph = V.graph
+    node = getattr(graph, "current_node", None)  # outside a lowering, V.graph is a NullHandler
+    if node is None or node.target not in (torch.ops.aten.addmm.default, torch.ops.aten.baddbmm.default):
         return None
-    source = V.graph.env.get(node.args[0])
+    source = graph.env.get(node.args[0])
     if source is None or not ir.is_storage_and_layout(source):
         return None
     bias, *matrices = nodes
-    sizes = V.graph.sizevars
+    sizes = graph.sizevars
     if bias.get_name() == source.get_name() or not all(sizes.statically_known_equals(s, 1) for s in source.get_size()):
         return None
     storage, layout = ir.as_storage_and_layout(source)
