@@ -618,6 +618,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--dtypes", default="", help="comma-separated input dtypes to take (default all)")
     parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated problems to take, as a results row's describe names them "
+        "(\"addmm 5x1x4392 float32 row/col bias=row tf32\"), among those the other options take",
+    )
+    parser.add_argument(
         "--graph-size",
         type=int,
         default=1,
@@ -710,6 +716,12 @@ def main(argv: list[str] | None = None) -> int:
     candidates = [
         p for p in candidates if (not ops or p.problem.op in ops) and (not dtypes or p.problem.dtype in dtypes)
     ]  # fmt: skip
+    if args.only:
+        named = set(args.only.split(","))
+        missing = named - {p.problem.describe() for p in candidates}
+        if missing:
+            parser.error(f"--only: no such problem among those taken: {sorted(missing)[0]!r}")
+        candidates = [p for p in candidates if p.problem.describe() in named]
     if cold_rows:
         members = {member for row in cold_rows.values() for member in members_of(row)}
         candidates = [p for p in dataset.split("validation") if p.problem.describe() in members]

@@ -2,8 +2,8 @@
 # One GPU call of the end-to-end run on the held-out families (benchmarks/results/h100_model.md):
 #   [MODES=a,b,...] [SHARDS=N] [WARM_S=S] [KERNEL_CACHE=1] [GRAPH_SIZE=G] [FAMILIES=F] [PROBLEMS=P] \
 #     benchmarks/h100_e2e.sh SECONDS
-# FAMILIES (default held-out) and PROBLEMS (default all of them) are e2e_validation's --families
-# and --problems (FAMILIES=stopping: where defaults are chosen).
+# FAMILIES (default held-out), PROBLEMS (default all of them) and ONLY (default none) are
+# e2e_validation's --families, --problems and --only (FAMILIES=stopping: where defaults are chosen).
 # SHARDS (default 1) parts run in parallel, part I on GPU I with an even share of the CPU cores,
 # its own DIODE and Triton caches, and every SHARDS-th problem (e2e_validation --shard I/N). Each
 # part:
@@ -33,6 +33,7 @@ KERNEL_CACHE=${KERNEL_CACHE:-0}
 GRAPH_SIZE=${GRAPH_SIZE:-1}
 FAMILIES=${FAMILIES:-held-out}
 PROBLEMS=${PROBLEMS:+--problems $PROBLEMS}
+ONLY=${ONLY:-}
 export PYTHONUNBUFFERED=1
 e2e=benchmarks/e2e_validation.py
 data=trained_models/data/h100/dataset
@@ -49,7 +50,7 @@ part() {  # part I: cold, then this call's rows warm
   export CUDA_VISIBLE_DEVICES=$i DIODE_CACHE_DIR=/tmp/e2e-diode-$$-$i TRITON_CACHE_DIR=/tmp/e2e-triton-$$-$i
   local earlier=/tmp/e2e-earlier-$$-$i.json
   [ -f "$parts/e$i.json" ] && cp "$parts/e$i.json" "$earlier"
-  $cpus python3 $e2e $data --families "$FAMILIES" $PROBLEMS --modes "$MODES" --shard "$i/$SHARDS" --graph-size "$GRAPH_SIZE" \
+  $cpus python3 $e2e $data --families "$FAMILIES" $PROBLEMS --only "$ONLY" --modes "$MODES" --shard "$i/$SHARDS" --graph-size "$GRAPH_SIZE" \
     --resume --budget-s $((budget - WARM_S - 30)) --out "$parts/e$i.json" > "$parts/e$i.log" 2>&1
   echo "part $i cold rc=$? at ${SECONDS}s"
   [ "$WARM_S" -gt 0 ] || return 0

@@ -1,5 +1,6 @@
 """``benchmarks/e2e_validation.py --shard`` and ``benchmarks/e2e_merge.py`` on the CPU: runs made
-in parallel, one per GPU, cover a run's problems once and join into one run's results."""
+in parallel, one per GPU, cover a run's problems once and join into one run's results; and
+``--only``, the problems a run takes by name."""
 
 from __future__ import annotations
 
@@ -164,3 +165,12 @@ def test_a_run_starts_no_problem_the_slowest_so_far_would_take_past_its_budget(s
     assert e2e.out_of_budget(20.0, 10.0, 25.0)  # before: it started, and ended 5 s past the budget
     assert not e2e.out_of_budget(14.0, 10.0, 25.0)
     assert e2e.out_of_budget(26.0, 0.0, 25.0)
+
+
+def test_only_takes_the_named_problems_and_names_one_it_cannot_take(scripts, data, tmp_path, capsys):
+    e2e, _ = scripts
+    result = run(e2e, data, tmp_path / "only.json", "--only", "mm 32x24x16 float32 row/row,mm 8x24x16 float32 row/row")
+    assert sorted(row["describe"] for row in result["rows"]) == ["mm 32x24x16 float32 row/row", "mm 8x24x16 float32 row/row"]
+    with pytest.raises(SystemExit):
+        e2e.main([data, "--device", "cpu", "--only", "mm 9x24x16 float32 row/row", "--out", str(tmp_path / "none.json")])
+    assert "--only: no such problem among those taken: 'mm 9x24x16 float32 row/row'" in capsys.readouterr().err
