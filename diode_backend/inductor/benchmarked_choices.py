@@ -19,8 +19,7 @@ starts the kept choices' compiles at lowering and times them when the scheduler 
 (:class:`DeferredSelection`), so the compiles of a graph's GEMMs overlap; elsewhere it measures
 at lowering.
 
-torch 2.13 has ``AlgorithmSelectorCache.add_preprocessing_fn`` for this, torch 2.11 does not;
-wrapping ``AlgorithmSelectorCache.__call__`` works on both, so it is the one mechanism used.
+``AlgorithmSelectorCache.__call__`` is wrapped: torch 2.11 lacks 2.13's ``add_preprocessing_fn``.
 """
 
 from __future__ import annotations
@@ -71,9 +70,8 @@ def patch_autotuner(select_algorithm: ModuleType) -> None:
             return original(self, name, selected, *args, **kwargs)
         bound = signature.bind(self, name, list(selected.choices), *args, **kwargs)
         bound.arguments["precompilation_timeout_seconds"] = 0  # DIODE compiled them: Inductor starts nothing
-        # the buffer Inductor returns reads the call's inputs: a one-element bias as its view, not its copy
-        viewed = contained(lambda: compat.broadcast_bias_nodes(bound.arguments["input_nodes"], name), "final_selection")
-        bound.arguments["input_nodes"] = viewed if viewed is not None else bound.arguments["input_nodes"]
+        inputs = bound.arguments["input_nodes"]  # the buffer Inductor returns reads them: a one-element bias as its view
+        bound.arguments["input_nodes"] = contained(lambda: compat.broadcast_bias_nodes(inputs, name), "final_selection") or inputs
         result = original(*bound.args, **bound.kwargs)
         contained(lambda: selected.attach(result), "measurement")
         return result
