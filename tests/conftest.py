@@ -134,6 +134,16 @@ def isolated_caches(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def triton_sources(isolated_caches, monkeypatch):
+    """Triton kernel sources generated without a Triton driver (``cpu_backend="triton"`` on a
+    machine with no Triton CPU backend), in this test's caches: the backend hash they embed is a
+    stand-in."""
+    import torch.utils._triton
+
+    monkeypatch.setattr(torch.utils._triton, "triton_hash_with_backend", lambda: "no-triton-backend-here")
+
+
+@pytest.fixture
 def benchmarked():
     """Lists the number of candidates Inductor benchmarked, per autotuned op."""
     sizes: list[int] = []

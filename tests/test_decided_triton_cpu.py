@@ -14,7 +14,6 @@ import re
 
 import pytest
 import torch
-import torch.utils._triton
 from torch._inductor import config
 from torch._inductor.choices import InductorChoices
 from torch._inductor.utils import get_code
@@ -45,9 +44,8 @@ class MiddleTileScorer:
 
 
 @pytest.fixture
-def middle_tile(isolated_caches, monkeypatch, scorer_plugin):
+def middle_tile(triton_sources, scorer_plugin):
     """The registered MiddleTileScorer; Triton kernel sources generated without a Triton driver."""
-    monkeypatch.setattr(torch.utils._triton, "triton_hash_with_backend", lambda: "no-triton-backend-here")
     scorer = MiddleTileScorer()
     scorer_plugin(scorer)
     return scorer

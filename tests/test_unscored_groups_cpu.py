@@ -20,7 +20,6 @@ import re
 
 import pytest
 import torch
-import torch.utils._triton
 from torch._inductor import config
 from torch._inductor.utils import get_code
 
@@ -40,9 +39,8 @@ TRITON_ON_CPU = {**DIODE, "fast_autotune": True, "cpu_backend": "triton"}
 
 
 @pytest.fixture(autouse=True)
-def triton_sources(isolated_caches, monkeypatch):
-    """Triton kernel sources generated without a Triton driver, in this test's caches."""
-    monkeypatch.setattr(torch.utils._triton, "triton_hash_with_backend", lambda: "no-triton-backend-here")
+def _triton_sources(triton_sources):
+    """Every test here generates Triton kernel sources without a Triton driver."""
 
 
 @pytest.fixture
